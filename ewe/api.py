@@ -1,0 +1,230 @@
+"""The Python API: `EWE` wires a model, its working memory and the decoding engine.
+
+    from ewe import EWE
+    ewe = EWE.from_config()                       # the embedded SmolLM2-135M-Instruct
+    out = ewe.generate("Tell me a bio of Marie Curie.", passages=[wiki_text])
+    print(out.text)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import torch
+
+from .config import ConfigError, DecodingConfig, EWEConfig
+from .engine import DecodingSession, Sampler, decode
+from .memory import MemoryState, UnitEncoder, WorkingMemory
+from .modeling import patch_model
+from .models import load_model
+
+
+@dataclass
+class GenerationResult:
+    """One prompt's answer, with what produced it."""
+
+    prompt: str
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+    memory: dict = field(default_factory=dict)  # pool -> unit descriptions
+    stats: dict = field(default_factory=dict)  # token counts, timings, memory footprint
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class EWE:
+    """A causal LM whose attention reads a working memory (EWE, eq. 1)."""
+
+    def __init__(self, model, tokenizer, config: EWEConfig | None = None):
+        self.config = config or EWEConfig()
+        self.model = model
+        self.tokenizer = tokenizer
+        patch_model(model)
+        mem = self.config.memory
+        self.encoder = UnitEncoder(model, tokenizer, mem.unit_tokens, mem.unit_start_token, mem.encoder_cache_units)
+        self.max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
+        eos = model.generation_config.eos_token_id if model.generation_config else None
+        eos = eos if isinstance(eos, list) else [eos]
+        self.stop_ids = {i for i in eos + [tokenizer.eos_token_id] if i is not None}
+
+    @classmethod
+    def from_config(cls, config: EWEConfig | dict | str | None = None, **overrides) -> "EWE":
+        """Load the model named in `config` (an EWEConfig, a dict, or a YAML path), with dotted overrides."""
+        if isinstance(config, str):
+            cfg = EWEConfig.from_yaml(config, **overrides)
+        elif isinstance(config, EWEConfig):
+            cfg = EWEConfig.build(config.model_dump(), **overrides)
+        else:
+            cfg = EWEConfig.build(config, **overrides)
+        model, tokenizer, report = load_model(cfg.model.name, cfg.model.dtype, cfg.model.device)
+        ewe = cls(model, tokenizer, cfg)
+        ewe.load_report = report
+        return ewe
+
+    def new_memory(self) -> WorkingMemory:
+        """An empty working memory with this configuration's pools, sharing the unit encoder."""
+        return WorkingMemory(self.encoder, self.config.memory.retrieval_units, self.config.memory.feedback_units)
+
+    # -- input checks: all before any model work ---------------------------------------
+
+    def _decoding(self, **overrides) -> DecodingConfig:
+        data = self.config.decoding.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return EWEConfig.build({"decoding": data}).decoding
+
+    def prompt_ids(self, prompt: str, system_prompt: str | None = None) -> list[int]:
+        messages = [{"role": "user", "content": prompt}]
+        if system_prompt:
+            messages.insert(0, {"role": "system", "content": system_prompt})
+        if getattr(self.tokenizer, "chat_template", None):
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        return self.tokenizer(prompt)["input_ids"]
+
+    def _check_prompts(self, prompts, passages):
+        single = isinstance(prompts, str)
+        if not single and not isinstance(prompts, (list, tuple)):
+            raise TypeError(f"prompt must be a string or a list of strings, got {type(prompts).__name__}")
+        prompts = [prompts] if single else list(prompts)
+        if not prompts:
+            raise ValueError("prompt: an empty list of prompts")
+        for i, p in enumerate(prompts):
+            name = "prompt" if single else f"prompt[{i}]"
+            if not isinstance(p, str):
+                raise TypeError(f"{name} must be a string, got {type(p).__name__}")
+            if not p.strip():
+                raise ValueError(f"{name} is empty")
+        if passages is None:
+            rows = [[] for _ in prompts]
+        elif single or (passages and all(isinstance(x, str) for x in passages)):
+            rows = [list(passages)] * len(prompts) if single or len(prompts) == 1 else None
+            if rows is None:
+                raise ValueError(
+                    f"passages: give one list of passages per prompt ({len(prompts)} prompts), not one flat list"
+                )
+        else:
+            rows = [list(r or []) for r in passages]
+            if len(rows) != len(prompts):
+                raise ValueError(f"passages: {len(rows)} lists for {len(prompts)} prompts")
+        cap = self.config.memory.retrieval_units
+        for i, row in enumerate(rows):
+            if len(row) > cap:
+                raise ValueError(
+                    f"passages[{i}]: {len(row)} passages but memory.retrieval_units={cap} units; "
+                    "raise memory.retrieval_units or pass fewer"
+                )
+            for j, text in enumerate(row):
+                if not isinstance(text, str) or not text.strip():
+                    raise ValueError(f"passages[{i}][{j}] is empty or not a string")
+        return single, prompts, rows
+
+    def _check_lengths(self, prompts, ids, offset, max_new_tokens):
+        limit = self.max_positions - offset
+        where = f"max_position_embeddings={self.max_positions}" + (
+            f" minus memory.unit_tokens={offset}" if offset else ""
+        )
+        for i, (p, row) in enumerate(zip(prompts, ids)):
+            name = "prompt" if len(prompts) == 1 else f"prompt[{i}]"
+            if len(row) >= limit:
+                raise ValueError(f"{name} is {len(row)} tokens; the context holds at most {limit} ({where})")
+            if len(row) + max_new_tokens > limit:
+                raise ValueError(
+                    f"{name} ({len(row)} tokens) + max_new_tokens={max_new_tokens} = {len(row) + max_new_tokens} "
+                    f"exceeds the context limit {limit} ({where})"
+                )
+
+    # -- generation --------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt: str | Sequence[str],
+        passages: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        *,
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> GenerationResult | list[GenerationResult]:
+        """Answer `prompt` (chat template applied) with `passages` in working memory.
+
+        Args:
+            prompt: one prompt, or a list of prompts decoded as one batch.
+            passages: for one prompt, a list of passage texts; for a batch, one list per
+                prompt (or one flat list shared when the batch has a single prompt). Each
+                passage becomes one unit of at most memory.unit_tokens tokens (longer ones
+                are truncated with a warning). None or [] decodes without memory, exactly
+                as the unpatched model does.
+            max_new_tokens, temperature, top_p, seed: override the configuration's decoding
+                settings; temperature 0 is greedy.
+
+        Returns:
+            A GenerationResult (a list of them for a list of prompts): the text, the token
+            ids, each token's log-probability under the model, why decoding stopped, the
+            memory's units and timings.
+
+        Raises:
+            ValueError / TypeError / ConfigError naming the argument, before any model work.
+        """
+        single, prompts, rows = self._check_prompts(prompt, passages)
+        dec = self._decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        ids = [self.prompt_ids(p, dec.system_prompt) for p in prompts]
+        offset = self.config.memory.unit_tokens if any(rows) else 0
+        self._check_lengths(prompts, ids, offset, dec.max_new_tokens)
+
+        t0 = time.perf_counter()
+        memories = []
+        for row in rows:
+            memory = self.new_memory()
+            if row:
+                memory.add(row, pool="retrieval")
+            memories.append(memory)
+        state = MemoryState.from_rows([m.units for m in memories]) if any(rows) else None
+        t1 = time.perf_counter()
+
+        input_ids, valid = self._left_pad(ids)
+        session = DecodingSession(self.model, state, offset, self.config.model.attention_impl)
+        logits = session.prefill(input_ids, valid)
+        t2 = time.perf_counter()
+        sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
+        conts = decode(session, logits, sampler, dec.max_new_tokens, self.stop_ids)
+        t3 = time.perf_counter()
+
+        results = []
+        for p, row_ids, memory, cont in zip(prompts, ids, memories, conts):
+            results.append(
+                GenerationResult(
+                    prompt=p,
+                    text=self.tokenizer.decode(cont.token_ids, skip_special_tokens=True),
+                    token_ids=cont.token_ids,
+                    logprobs=cont.logprobs,
+                    finish_reason=cont.finish_reason,
+                    memory=memory.describe(),
+                    stats={
+                        "prompt_tokens": len(row_ids),
+                        "new_tokens": len(cont.token_ids),
+                        "memory_units": len(memory),
+                        "memory_bytes": memory.footprint()["bytes"],
+                        "encode_s": round(t1 - t0, 4),
+                        "prefill_s": round(t2 - t1, 4),
+                        "decode_s": round(t3 - t2, 4),
+                    },
+                )
+            )
+        return results[0] if single else results
+
+    def _left_pad(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(r) for r in ids)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+        valid = torch.zeros((len(ids), width), dtype=torch.long)
+        for i, r in enumerate(ids):
+            input_ids[i, width - len(r) :] = torch.tensor(r)
+            valid[i, width - len(r) :] = 1
+        return input_ids, valid
+
+
+__all__ = ["EWE", "GenerationResult", "ConfigError"]

@@ -1,0 +1,74 @@
+"""`ewe bench ...`: speed measured side by side in one process, reported as medians and ratios."""
+from __future__ import annotations
+
+import statistics
+import time
+
+BENCH_PROMPT = "Tell me a bio of Albert Einstein."
+BENCH_TITLES = ["Albert Einstein", "Marie Curie", "Isaac Newton", "Charles Darwin", "Niels Bohr", "Max Planck"]
+
+
+def _median_rate(times: list[float], tokens: int) -> float:
+    return tokens / statistics.median(times)
+
+
+def bench_decode(args, load_ewe) -> int:
+    """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved."""
+    import torch
+
+    from .wiki import passage
+
+    ewe = load_ewe(args)
+    n, k = args.tokens, args.units
+    if k > ewe.config.memory.retrieval_units:
+        ewe.config.memory.retrieval_units = k
+    passages = [passage(t) for t in BENCH_TITLES[:k]]
+    ids = torch.tensor([ewe.prompt_ids(BENCH_PROMPT)])
+    model = ewe.model
+
+    def hf_generate():
+        model.set_attn_implementation("sdpa")  # the unpatched model
+        try:
+            with torch.inference_mode():
+                out = model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        finally:
+            model.set_attn_implementation("ewe")
+        return out.shape[1] - ids.shape[1]
+
+    def ewe_plain():
+        r = ewe.generate(BENCH_PROMPT, max_new_tokens=n)
+        return len(r.token_ids)
+
+    def ewe_memory():
+        r = ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=n)
+        return len(r.token_ids)
+
+    ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)  # warm up, and encode the units once
+    runs = {"hf_generate": hf_generate, "ewe_k0": ewe_plain, f"ewe_k{k}": ewe_memory}
+    times = {name: [] for name in runs}
+    produced = {}
+    for _ in range(args.repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            produced[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    print(f"decode: {n} new tokens, prompt {ids.shape[1]} tokens, {args.repeats} repeats interleaved, "
+          f"dtype {ewe.config.model.dtype}, M={ewe.config.memory.unit_tokens}, threads {torch.get_num_threads()}")
+    print("units are encoded once (warm-up) and reused, as a passage already encoded is not encoded again")
+    base = _median_rate(times["hf_generate"], produced["hf_generate"])
+    print(f"{'run':<14}{'tokens':>8}{'median s':>10}{'tok/s':>9}{'vs hf':>8}")
+    for name in runs:
+        rate = _median_rate(times[name], produced[name])
+        print(f"{name:<14}{produced[name]:>8}{statistics.median(times[name]):>10.3f}{rate:>9.2f}{rate / base:>8.2f}")
+    return 0
+
+
+def add_bench_commands(sub, add_model_options, load_ewe) -> None:
+    bench = sub.add_parser("bench", help="benchmarks (medians and ratios, baseline in the same process)")
+    which = bench.add_subparsers(dest="bench", required=True)
+    d = which.add_parser("decode", help="HF generate vs ewe at k=0 and k units")
+    d.add_argument("--tokens", type=int, default=64, help="new tokens per run")
+    d.add_argument("--units", type=int, default=4, help="memory units for the memory run")
+    d.add_argument("--repeats", type=int, default=5)
+    add_model_options(d)
+    d.set_defaults(func=lambda a: bench_decode(a, load_ewe), **{"memory.unit_tokens": 128})

@@ -1,0 +1,166 @@
+"""The `ewe` command line. It only parses arguments and calls the API."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and memory")
+    g.add_argument("--config", help="YAML configuration (see configs/)")
+    g.add_argument("--model", dest="model.name", help='"embedded" (default), a local folder or a hub id')
+    g.add_argument("--dtype", dest="model.dtype", choices=["float32", "bfloat16", "float16"])
+    g.add_argument("--attention-impl", dest="model.attention_impl", choices=["auto", "reference", "fused", "extension"])
+    g.add_argument("--unit-tokens", dest="memory.unit_tokens", type=int, help="M, tokens per memory unit")
+    g.add_argument("--retrieval-units", dest="memory.retrieval_units", type=int)
+    g.add_argument("--start-token", dest="memory.unit_start_token", action=argparse.BooleanOptionalAction,
+                   default=None, help="begin each memory unit with the BOS token")
+    d = p.add_argument_group("decoding")
+    d.add_argument("--max-new-tokens", dest="decoding.max_new_tokens", type=int)
+    d.add_argument("--temperature", dest="decoding.temperature", type=float, help="0 is greedy")
+    d.add_argument("--top-p", dest="decoding.top_p", type=float)
+    d.add_argument("--seed", dest="decoding.seed", type=int)
+
+
+def _overrides(args) -> dict:
+    return {k: v for k, v in vars(args).items() if "." in k and v is not None}
+
+
+def _load_ewe(args):
+    from .api import EWE
+
+    return EWE.from_config(args.config, **_overrides(args))
+
+
+def _read_prompts(path: Path) -> list[dict]:
+    """Every line of a prompts JSONL, checked before any generation; all bad lines reported at once."""
+    if not path.exists():
+        raise SystemExit(f"ewe: --input {path}: no such file")
+    rows, errors, seen = [], [], set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            errors.append(f"{path}:{n}: not JSON ({e.msg})")
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
+            errors.append(f"{path}:{n}: needs a non-empty string field \"prompt\"")
+            continue
+        passages = row.get("passages", [])
+        if not isinstance(passages, list) or not all(isinstance(x, str) and x.strip() for x in passages):
+            errors.append(f"{path}:{n}: \"passages\" must be a list of non-empty strings")
+            continue
+        row["id"] = str(row.get("id", n))
+        if row["id"] in seen:
+            errors.append(f"{path}:{n}: duplicate id {row['id']!r}")
+            continue
+        seen.add(row["id"])
+        rows.append(row)
+    if errors:
+        raise SystemExit("ewe: bad input lines:\n  " + "\n  ".join(errors))
+    if not rows:
+        raise SystemExit(f"ewe: --input {path} holds no prompts")
+    return rows
+
+
+def _finished_ids(path: Path) -> set[str]:
+    """Ids already in the output file, so a rerun resumes; a torn last line is ignored."""
+    done = set()
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                done.add(str(json.loads(line)["id"]))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+    return done
+
+
+def cmd_generate(args) -> int:
+    from tqdm import tqdm
+
+    if args.input is None and args.prompt is None:
+        raise SystemExit("ewe generate: give a PROMPT or --input FILE")
+    if args.input is not None and args.prompt is not None:
+        raise SystemExit("ewe generate: give a PROMPT or --input FILE, not both")
+    if args.input and not args.output:
+        raise SystemExit("ewe generate: --input needs --output FILE (JSONL, appended as prompts finish)")
+    passages = list(args.passage or [])
+    for f in args.passage_file or []:
+        passages.append(Path(f).read_text(encoding="utf-8").strip())
+    ewe = _load_ewe(args)
+    if args.prompt is not None:
+        result = ewe.generate(args.prompt, passages=passages or None)
+        if args.json:
+            print(json.dumps(result.to_dict(), ensure_ascii=False))
+        else:
+            print(result.text)
+        return 0
+    rows = _read_prompts(Path(args.input))
+    out = Path(args.output)
+    done = _finished_ids(out)
+    todo = [r for r in rows if r["id"] not in done]
+    if done:
+        print(f"ewe: resuming: {len(rows) - len(todo)} of {len(rows)} prompts already in {out}", file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a", encoding="utf-8") as f, tqdm(total=len(todo), desc="prompts", unit="prompt") as bar:
+        for row in todo:
+            result = ewe.generate(row["prompt"], passages=(row.get("passages") or passages) or None)
+            f.write(json.dumps({"id": row["id"], **result.to_dict()}, ensure_ascii=False) + "\n")
+            f.flush()
+            bar.update(1)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ewe", description="Explicit Working Memory generation")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="answer a prompt (or a JSONL file of prompts) with passages in memory")
+    g.add_argument("prompt", nargs="?", help="the prompt; omit when using --input")
+    g.add_argument("--passage", action="append", help="a passage to put in working memory (repeatable)")
+    g.add_argument("--passage-file", action="append", help="a text file whose content is one passage (repeatable)")
+    g.add_argument("--input", help="JSONL of prompts: {\"id\", \"prompt\", \"passages\": [...]} per line")
+    g.add_argument("--output", help="JSONL of results, appended as each prompt finishes; a rerun resumes")
+    g.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _add_model_options(g)
+    g.set_defaults(func=cmd_generate)
+
+    from .bench import add_bench_commands
+
+    add_bench_commands(sub, _add_model_options, _load_ewe)
+    try:
+        from .retrieval.cli import add_index_commands
+    except ImportError:
+        pass
+    else:
+        add_index_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from .config import ConfigError
+
+    try:
+        return args.func(args) or 0
+    except (ConfigError, ValueError, TypeError, FileNotFoundError) as e:
+        if args.verbose:
+            raise
+        print(f"ewe: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ewe: interrupted; finished results are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Choosing the next token: greedy, or temperature and nucleus (top-p) sampling."""
+from __future__ import annotations
+
+import torch
+
+
+class Sampler:
+    """Picks next tokens and reports their log-probabilities under the model.
+
+    temperature == 0 is greedy. The log-probability returned is the model's own
+    (log-softmax of the raw logits), whatever temperature or top-p shaped the choice,
+    so confidence measures stay comparable across decoding settings.
+    """
+
+    def __init__(self, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None):
+        self.temperature = temperature
+        self.top_p = top_p
+        self.generator = torch.Generator()
+        if seed is not None:
+            self.generator.manual_seed(seed)
+        else:
+            self.generator.seed()
+
+    def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """logits: [B, V] -> (token ids [B], log-probs [B], entropies [B]) ."""
+        logits = logits.float()
+        logprobs = torch.log_softmax(logits, dim=-1)
+        entropy = -(logprobs.exp() * logprobs).sum(-1)
+        if self.temperature == 0:
+            ids = logits.argmax(dim=-1)
+        else:
+            probs = torch.softmax(logits / self.temperature, dim=-1)
+            if self.top_p < 1.0:
+                probs = self._nucleus(probs)
+            ids = torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1).to(logits.device)
+        return ids, logprobs.gather(-1, ids[:, None]).squeeze(-1), entropy
+
+    def _nucleus(self, probs: torch.Tensor) -> torch.Tensor:
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        # keep the smallest prefix whose mass reaches top_p (the top token always stays)
+        drop = sorted_p.cumsum(-1) - sorted_p >= self.top_p
+        sorted_p = sorted_p.masked_fill(drop, 0.0)
+        kept = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+        return kept / kept.sum(-1, keepdim=True)

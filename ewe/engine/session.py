@@ -1,0 +1,99 @@
+"""A decoding session: one batch's context KV cache, its positions, and its memory.
+
+The session is the engine's only stateful object. It knows nothing about pauses or
+fact-checking; the controller drives it through `prefill`, `step`, `truncate` and
+`set_memory`. Rolling back is a cache crop, not a recomputation.
+"""
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+
+class DecodingSession:
+    """Context decoding over a patched model.
+
+    position_offset: where the context's position ids start. EWE's memory units occupy
+    positions 0..M-1, so with a memory the context starts at M; without one, at 0,
+    exactly like the unpatched model.
+    """
+
+    def __init__(self, model, memory_state=None, position_offset: int = 0, attention_impl: str | None = None):
+        self.model = model
+        self.memory_state = memory_state
+        self.position_offset = position_offset
+        self.attention_impl = attention_impl
+        self.device = next(model.parameters()).device
+        self.cache: DynamicCache | None = None
+        self.tokens: torch.Tensor | None = None  # [B, T] every context token, prompt included
+        self.valid: torch.Tensor | None = None  # [B, T] 0 where a row is left-padded
+        self.forward_calls = 0
+
+    @property
+    def length(self) -> int:
+        """Context tokens in the cache (padding included)."""
+        return 0 if self.tokens is None else self.tokens.shape[1]
+
+    def _forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        self.forward_calls += 1
+        padded = self.valid is not None and not bool(self.valid.all())
+        out = self.model(
+            input_ids=input_ids,
+            position_ids=positions,
+            attention_mask=self.valid if padded else None,
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+            ewe_memory=self.memory_state,
+            ewe_attention_impl=self.attention_impl,
+        )
+        return out.logits[:, -1, :]
+
+    def _positions(self, start: int) -> torch.Tensor:
+        """Position ids of tokens start..T-1: offset plus the count of real tokens before each."""
+        before = self.valid.cumsum(dim=1) - 1
+        return (self.position_offset + before.clamp(min=0))[:, start:]
+
+    @torch.inference_mode()
+    def prefill(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """Start the context with `input_ids` [B, T] (left-padded where `valid` is 0); return last logits [B, V]."""
+        self.cache = DynamicCache(config=self.model.config)
+        self.tokens = input_ids.to(self.device)
+        self.valid = (valid if valid is not None else torch.ones_like(input_ids)).to(self.device).long()
+        return self._forward(self.tokens, self._positions(0))
+
+    @torch.inference_mode()
+    def step(self, next_ids: torch.Tensor) -> torch.Tensor:
+        """Append one token per row [B]; return the next logits [B, V]."""
+        next_ids = next_ids.view(-1, 1).to(self.device)
+        self.tokens = torch.cat([self.tokens, next_ids], dim=1)
+        self.valid = torch.cat([self.valid, torch.ones_like(next_ids)], dim=1)
+        return self._forward(next_ids, self._positions(self.length - 1))
+
+    @torch.inference_mode()
+    def truncate(self, length: int) -> torch.Tensor:
+        """Keep the first `length` context tokens and return the logits that follow them [B, V].
+
+        The cache is cropped to length-1 and the last kept token is run again, which
+        yields its logits and leaves the cache exactly as a fresh run would.
+        """
+        if not 1 <= length <= self.length:
+            raise ValueError(f"truncate length={length} must be between 1 and the context length {self.length}")
+        self.cache.crop(-(self.length - (length - 1)))  # transformers 5 crops by a negative count
+        last = self.tokens[:, length - 1]
+        self.tokens = self.tokens[:, : length - 1]
+        self.valid = self.valid[:, : length - 1]
+        return self.step(last)
+
+    @torch.inference_mode()
+    def set_memory(self, memory_state, reencode: bool = False) -> torch.Tensor | None:
+        """Attend to a new memory from the next token on.
+
+        By default the context's cache is kept (the paper's behaviour: only tokens
+        generated after the refresh see the new memory). With `reencode=True` the whole
+        context is prefilled again over the new memory; the new last logits are returned.
+        """
+        self.memory_state = memory_state
+        if reencode and self.tokens is not None:
+            return self.prefill(self.tokens, self.valid)
+        return None

@@ -1,0 +1,161 @@
+"""The working memory: two FIFO pools (retrieved passages, fact-checking feedback) of units.
+
+It owns no decoding state. When its contents change it bumps `version`; `state()`
+assembles, once per version, the per-layer tensors the patched attention reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..ops import LayerMemory
+from .encoder import UnitEncoder
+from .pools import MemoryPool
+from .units import MemoryUnit
+
+POOLS = ("retrieval", "feedback")
+
+
+class WorkingMemory:
+    """k units of at most M tokens each, split between a retrieval and a feedback pool."""
+
+    def __init__(self, encoder: UnitEncoder, retrieval_units: int, feedback_units: int):
+        self.encoder = encoder
+        self.pools = {"retrieval": MemoryPool("retrieval", retrieval_units), "feedback": MemoryPool("feedback", feedback_units)}
+        self.version = 0
+        self._state: tuple[int, MemoryState] | None = None
+
+    @property
+    def unit_tokens(self) -> int:
+        return self.encoder.unit_tokens
+
+    @property
+    def capacity(self) -> int:
+        return sum(p.capacity for p in self.pools.values())
+
+    @property
+    def units(self) -> list[MemoryUnit]:
+        return [u for name in POOLS for u in self.pools[name]]
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.pools.values())
+
+    def _pool(self, pool: str) -> MemoryPool:
+        if pool not in self.pools:
+            raise ValueError(f"pool={pool!r} is not a memory pool; choose one of {POOLS}")
+        return self.pools[pool]
+
+    def add(self, texts: list[str], pool: str = "retrieval", meta: list[dict] | None = None) -> dict:
+        """Put `texts` into `pool`, encoding only what was never encoded.
+
+        Texts beyond the pool's capacity push out the oldest units (FIFO); when more
+        texts arrive at once than the pool holds, the last ones stay. Returns what
+        happened: ids added, ids evicted, ids already present.
+        """
+        target = self._pool(pool)
+        units = self.encoder.encode(list(texts), meta)
+        added, evicted, present = [], [], []
+        for unit in units:
+            if unit.id in target:
+                present.append(unit.id)
+                continue
+            evicted += [u.id for u in target.add(unit)]
+            added.append(unit.id)
+        added = [uid for uid in added if uid in target]  # a later text of the same call may evict an earlier one
+        if added or evicted:
+            self.version += 1
+        return {"pool": pool, "added": added, "evicted": evicted, "present": present}
+
+    def remove(self, unit_id: str) -> bool:
+        for pool in self.pools.values():
+            if pool.remove(unit_id) is not None:
+                self.version += 1
+                return True
+        return False
+
+    def clear(self, pool: str | None = None) -> None:
+        pools = [self._pool(pool)] if pool else list(self.pools.values())
+        if any(len(p) for p in pools):
+            self.version += 1
+        for p in pools:
+            p.clear()
+
+    def footprint(self) -> dict:
+        """Bytes held by the units now in memory, per pool, and by the encoder's reuse cache."""
+        per_pool = {name: p.nbytes for name, p in self.pools.items()}
+        return {
+            "units": len(self),
+            "tokens": sum(u.num_tokens for u in self.units),
+            "bytes": sum(per_pool.values()),
+            "bytes_per_pool": per_pool,
+            "encoder_cache_units": len(self.encoder._cache),
+        }
+
+    def describe(self) -> dict:
+        return {name: [u.describe() for u in p] for name, p in self.pools.items()}
+
+    def state(self) -> "MemoryState":
+        """The attention's view of the memory now (rebuilt only after a change)."""
+        if self._state is None or self._state[0] != self.version:
+            self._state = (self.version, MemoryState.from_rows([self.units]))
+        return self._state[1]
+
+
+@dataclass
+class MemoryState:
+    """What the patched attention reads: the memory of each batch row, per layer.
+
+    keys[l], values[l]: [B, Hkv, N, D]; see `LayerMemory` for the rest. Built from unit
+    lists with `from_rows`; a row with no units still gets its log(1) = 0 context weight.
+    """
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    bias: torch.Tensor | None
+    unit_bounds: list[list[tuple[int, int]]]
+    log_ctx_weight: torch.Tensor
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(self.unit_bounds)
+
+    def layer(self, idx: int) -> LayerMemory:
+        return LayerMemory(self.keys[idx], self.values[idx], self.bias, self.unit_bounds, self.log_ctx_weight)
+
+    @classmethod
+    def from_rows(cls, rows: list[list[MemoryUnit]]) -> "MemoryState":
+        bounds, totals = [], []
+        for units in rows:
+            start, b = 0, []
+            for u in units:
+                b.append((start, start + u.num_tokens))
+                start += u.num_tokens
+            bounds.append(b)
+            totals.append(start)
+        n = max(totals)
+        log_w = LayerMemory.context_weight([len(b) for b in bounds])
+        if n == 0:
+            return cls([], [], None, bounds, log_w)
+        ref = next(u for units in rows for u in units)
+        n_layers, hkv, _, d = ref.keys.shape
+        shape = (len(rows), n_layers, hkv, n, d)
+        keys = ref.keys.new_zeros(shape)
+        values = ref.values.new_zeros(shape)
+        for r, units in enumerate(rows):
+            if units:
+                keys[r, :, :, : totals[r]] = torch.cat([u.keys for u in units], dim=2)
+                values[r, :, :, : totals[r]] = torch.cat([u.values for u in units], dim=2)
+        bias = None
+        if min(totals) < n:
+            bias = torch.zeros(len(rows), 1, 1, n, device=ref.keys.device)
+            for r, t in enumerate(totals):
+                bias[r, ..., t:] = float("-inf")
+        # one contiguous [B, Hkv, N, D] tensor per layer, so attention reads each without copies
+        return cls(
+            [keys[:, i].contiguous() for i in range(n_layers)],
+            [values[:, i].contiguous() for i in range(n_layers)],
+            bias,
+            bounds,
+            log_w,
+        )

@@ -1,0 +1,66 @@
+"""The working-memory attention, plugged into transformers by name.
+
+`register()` adds "ewe" to transformers' attention-function registry together with a
+mask function, so any model that dispatches attention through the registry (Llama and
+its family) runs eq. 1 with `model.set_attn_implementation("ewe")`; no modeling code is
+forked. The memory travels with each forward call as the keyword argument
+`ewe_memory` (a `MemoryState`), which transformers forwards to every attention layer.
+With no memory, or an empty one, the call is exactly transformers' SDPA attention, so
+a model with k = 0 generates what the unpatched model generates.
+"""
+from __future__ import annotations
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from ..ops import select
+
+NAME = "ewe"
+TESTED_TRANSFORMERS = "5.23.0"
+
+
+def ewe_attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    ewe_memory=None,
+    ewe_attention_impl: str | None = None,
+    **kwargs,
+):
+    """Attention over the working memory and the context (eq. 1).
+
+    query: [B, Hq, Q, D]; key, value: [B, Hkv, L, D], the context including the cache;
+    attention_mask: what the "ewe" mask function built (boolean, True = attend) or None
+    for plain causal. Returns ([B, Q, Hq, D], None) like every registered attention.
+    """
+    if ewe_memory is None or ewe_memory.is_empty:
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    if dropout and module.training:
+        raise NotImplementedError("ewe attention is for inference: dropout is not supported")
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    fn = select(ewe_attention_impl)
+    out = fn(query, key, value, ewe_memory.layer(module.layer_idx), attention_mask, scale)
+    return out, None
+
+
+def register() -> None:
+    """Make attn_implementation="ewe" available (idempotent)."""
+    AttentionInterface.register(NAME, ewe_attention_forward)
+    # The boolean SDPA mask: None for plain causal, [B, 1, Q, L] with padding.
+    AttentionMaskInterface.register(NAME, sdpa_mask)
+
+
+def patch_model(model) -> None:
+    """Switch a loaded model to the working-memory attention."""
+    register()
+    model.set_attn_implementation(NAME)
+    if model.config._attn_implementation != NAME:
+        raise RuntimeError(f"{type(model).__name__} did not accept attn_implementation={NAME!r}")

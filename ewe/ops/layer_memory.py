@@ -1,0 +1,41 @@
+"""What one attention layer sees of the working memory.
+
+Units are stored back to back along the key axis, each keeping only its real tokens
+(padding is dropped when a unit is stored), so a batch row's memory is one segment of
+keys. Rows of a batch with different memories are right-padded to a common length and
+the padding carries a -inf bias.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class LayerMemory:
+    """The memory keys and values of one layer, plus what eq. 1 needs to weigh them.
+
+    key, value:      [B, Hkv, N, D] rotated keys and values of all units, concatenated.
+    bias:            [B, 1, 1, N] float32 additive bias: 0 on unit tokens, -inf on the
+                     padding that equalizes rows; None when no row is padded.
+    unit_bounds:     per row, the (start, end) key range of each unit; the literal
+                     reference needs units apart, the fused path only their count.
+    log_ctx_weight:  [B, 1, 1, 1] float32, log(k_b + 1) for row b holding k_b units:
+                     eq. 1 counts the context once per memory unit plus once alone.
+    """
+
+    key: torch.Tensor
+    value: torch.Tensor
+    bias: torch.Tensor | None
+    unit_bounds: list[list[tuple[int, int]]]
+    log_ctx_weight: torch.Tensor
+
+    @property
+    def num_units(self) -> list[int]:
+        return [len(b) for b in self.unit_bounds]
+
+    @staticmethod
+    def context_weight(num_units: list[int], device: torch.device | str = "cpu") -> torch.Tensor:
+        return torch.tensor([math.log(k + 1) for k in num_units], dtype=torch.float32, device=device).view(-1, 1, 1, 1)

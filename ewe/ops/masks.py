@@ -1,0 +1,23 @@
+"""Context masks as additive float32 biases, whatever form transformers handed over."""
+from __future__ import annotations
+
+import torch
+
+
+def context_bias(mask: torch.Tensor | None, q_len: int, kv_len: int, device: torch.device) -> torch.Tensor:
+    """An additive [B or 1, 1, Q, L] float32 bias for the context keys.
+
+    `mask` is what transformers' mask function produced: a boolean mask (True = attend),
+    an additive float mask, or None, meaning plain causal attention with the Q queries
+    sitting at the last Q positions of the L keys (prefill and decode alike).
+    """
+    if mask is None:
+        q_pos = torch.arange(kv_len - q_len, kv_len, device=device).view(q_len, 1)
+        allowed = torch.arange(kv_len, device=device).view(1, kv_len) <= q_pos
+        mask = allowed.view(1, 1, q_len, kv_len)
+    if mask.dtype == torch.bool:
+        zero = torch.zeros((), dtype=torch.float32, device=device)
+        return torch.where(mask, zero, torch.tensor(float("-inf"), device=device))
+    mask = mask.float()
+    # transformers' float masks use the dtype's min rather than -inf; treat both as "blocked"
+    return mask.masked_fill(mask <= torch.finfo(torch.float32).min / 2, float("-inf"))

@@ -1,0 +1,165 @@
+"""The patched model end to end on a tiny random Llama: eq. 1 in every layer, caching, backtracking."""
+import pytest
+import torch
+
+from ewe.engine import DecodingSession, Sampler, decode
+from ewe.memory import MemoryState, UnitEncoder, WorkingMemory
+from ewe.modeling import patch_model
+from tiny import tiny_model, tiny_tokenizer
+
+M = 24
+PASSAGES = ["Marie Curie was a Polish physicist.", "The Eiffel Tower is in Paris.", "Albert Einstein was German."]
+
+
+def prompt_ids(text="Tell me a bio of Marie Curie."):
+    tok = tiny_tokenizer()
+    return torch.tensor([tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True)["input_ids"]])
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = tiny_model()
+    patch_model(m)
+    return m
+
+
+@pytest.fixture(scope="module")
+def state(model):
+    memory = WorkingMemory(UnitEncoder(model, tiny_tokenizer(), M), retrieval_units=3, feedback_units=0)
+    memory.add(PASSAGES)
+    return memory.state()
+
+
+def run(model, state, impl, ids, steps=6):
+    """Prefill, then greedy-decode `steps` tokens; return every step's logits [steps+1, V]."""
+    session = DecodingSession(model, state, M, impl)
+    logits = [session.prefill(ids)]
+    for _ in range(steps):
+        logits.append(session.step(logits[-1].argmax(-1)))
+    return torch.cat(logits), session
+
+
+def test_fused_model_matches_reference_model(model, state):
+    ref, _ = run(model, state, "reference", prompt_ids())
+    fused, _ = run(model, state, "fused", prompt_ids())
+    torch.testing.assert_close(fused, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_memory_changes_logits(model, state):
+    with_mem, _ = run(model, state, "fused", prompt_ids())
+    without, _ = run(model, None, "fused", prompt_ids())
+    assert (with_mem[0] - without[0]).abs().max() > 1e-2
+
+
+def test_incremental_decoding_equals_full_prefill(model, state):
+    """The cache path (decode one token at a time) gives the logits of a fresh prefill of the same tokens."""
+    _, session = run(model, state, "fused", prompt_ids(), steps=5)
+    tokens = session.tokens.clone()
+    last_step = session.step(torch.tensor([7]))
+    fresh = DecodingSession(model, state, M, "fused").prefill(torch.cat([tokens, torch.tensor([[7]])], dim=1))
+    torch.testing.assert_close(last_step, fresh, atol=1e-4, rtol=1e-4)
+
+
+def test_truncate_then_decode_equals_fresh_run(model, state):
+    _, session = run(model, state, "fused", prompt_ids(), steps=8)
+    keep = prompt_ids().shape[1] + 3
+    prefix = session.tokens[:, :keep].clone()
+    after = session.truncate(keep)
+    assert session.length == keep and session.cache.get_seq_length() == keep
+    fresh_session = DecodingSession(model, state, M, "fused")
+    fresh = fresh_session.prefill(prefix)
+    torch.testing.assert_close(after, fresh, atol=1e-5, rtol=1e-5)
+    # and decoding on from there stays identical
+    a = session.step(torch.tensor([5]))
+    b = fresh_session.step(torch.tensor([5]))
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="truncate length"):
+        session.truncate(0)
+
+
+def test_memory_refresh_keeps_context_cache(model, state):
+    """The paper's behaviour: new memory affects the tokens after the refresh, without re-encoding the context."""
+    _, session = run(model, None, "fused", prompt_ids(), steps=3)
+    session.position_offset = M
+    calls, length = session.forward_calls, session.length
+    assert session.set_memory(state) is None
+    assert session.forward_calls == calls and session.length == length
+    cache_k = session.cache.layers[0].keys.clone()
+    with_new = session.step(torch.tensor([5]))
+    torch.testing.assert_close(session.cache.layers[0].keys[:, :, :length], cache_k)
+    # a session that never had the memory gives other logits for the same token
+    _, plain = run(model, None, "fused", prompt_ids(), steps=3)
+    plain.position_offset = M
+    assert (plain.step(torch.tensor([5])) - with_new).abs().max() > 1e-3
+
+
+def test_memory_refresh_with_reencode_equals_fresh_prefill(model, state):
+    _, session = run(model, None, "fused", prompt_ids(), steps=3)
+    session.position_offset = M
+    tokens = session.tokens.clone()
+    relogits = session.set_memory(state, reencode=True)
+    fresh = DecodingSession(model, state, M, "fused").prefill(tokens)
+    torch.testing.assert_close(relogits, fresh, atol=1e-5, rtol=1e-5)
+
+
+def test_no_memory_is_token_identical_to_unpatched_generate():
+    """k = 0: ewe's loop over the patched model generates exactly what HF generate does unpatched."""
+    plain = tiny_model(seed=0)
+    ids = prompt_ids("Tell me a bio of Albert Einstein.")
+    expected = plain.generate(ids, max_new_tokens=20, do_sample=False, min_new_tokens=20)[0, ids.shape[1] :].tolist()
+    patched = tiny_model(seed=0)
+    patch_model(patched)
+    session = DecodingSession(patched, None, 0)
+    out = decode(session, session.prefill(ids), Sampler(), 20, stop_ids=set())[0]
+    assert out.token_ids == expected
+    assert len(set(expected)) > 3  # a sequence with some variety, not one token repeated
+
+
+def test_batch_with_left_padding_matches_single_rows(model, state):
+    """Rows of different lengths and memories, decoded as one batch, give each row's own logits."""
+    tok = tiny_tokenizer()
+    enc = UnitEncoder(model, tok, M)
+    units = enc.encode(PASSAGES)
+    rows = [[units[0], units[1]], [units[2]]]
+    a, b = prompt_ids("Tell me a bio of Marie Curie, the physicist."), prompt_ids("Paris?")
+    width = max(a.shape[1], b.shape[1])
+    ids = torch.full((2, width), tok.pad_token_id)
+    valid = torch.zeros(2, width, dtype=torch.long)
+    for r, x in enumerate((a, b)):
+        ids[r, width - x.shape[1] :] = x[0]
+        valid[r, width - x.shape[1] :] = 1
+    batch = DecodingSession(model, MemoryState.from_rows(rows), M, "fused")
+    logits = [batch.prefill(ids, valid)]
+    logits.append(batch.step(torch.tensor([5, 9])))
+    for r, x in enumerate((a, b)):
+        single = DecodingSession(model, MemoryState.from_rows([rows[r]]), M, "fused")
+        torch.testing.assert_close(logits[0][r], single.prefill(x)[0], atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(logits[1][r], single.step(torch.tensor([[5, 9][r]]))[0], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_bf16_model_runs_and_tracks_fp32(dtype, state):
+    m32 = tiny_model(seed=0)
+    patch_model(m32)
+    m16 = tiny_model(seed=0, dtype=dtype)
+    patch_model(m16)
+    enc = UnitEncoder(m16, tiny_tokenizer(), M)
+    memory = WorkingMemory(enc, 3, 0)
+    memory.add(PASSAGES)
+    l16, _ = run(m16, memory.state(), "fused", prompt_ids(), steps=2)
+    l16_ref, _ = run(m16, memory.state(), "reference", prompt_ids(), steps=2)
+    assert l16.dtype == dtype
+    torch.testing.assert_close(l16.float(), l16_ref.float(), atol=0.15, rtol=0.05)
+
+
+def test_sampler():
+    logits = torch.tensor([[0.0, 5.0, 1.0], [3.0, 0.0, 0.0]])
+    ids, lp, ent = Sampler()(logits)
+    assert ids.tolist() == [1, 0]
+    torch.testing.assert_close(lp, torch.log_softmax(logits, -1)[[0, 1], [1, 0]])
+    assert (ent > 0).all()
+    # top_p small keeps only the top token, whatever the temperature
+    ids, _, _ = Sampler(temperature=5.0, top_p=0.01, seed=0)(logits)
+    assert ids.tolist() == [1, 0]
+    a = [Sampler(1.0, 1.0, seed=7)(logits.repeat(50, 1))[0].tolist() for _ in range(2)]
+    assert a[0] == a[1] and len(set(a[0])) > 1

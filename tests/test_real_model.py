@@ -1,0 +1,66 @@
+"""Integration on the real embedded SmolLM2-135M-Instruct (slow: loads the model once per session)."""
+import pytest
+import torch
+
+from ewe import EWE
+from ewe.engine import DecodingSession
+from ewe.wiki import passage
+
+pytestmark = pytest.mark.slow
+PROMPT = "Tell me a bio of Marie Curie."
+
+
+@pytest.fixture(scope="module")
+def ewe():
+    return EWE.from_config()
+
+
+def test_no_memory_is_token_identical_to_hf_generate(ewe):
+    ids = torch.tensor([ewe.prompt_ids(PROMPT)])
+    ewe.model.set_attn_implementation("sdpa")  # the unpatched model
+    try:
+        expected = ewe.model.generate(ids, max_new_tokens=40, do_sample=False)[0, ids.shape[1] :].tolist()
+    finally:
+        ewe.model.set_attn_implementation("ewe")
+    got = ewe.generate(PROMPT, max_new_tokens=40)
+    assert got.token_ids == [t for t in expected if t not in ewe.stop_ids]
+
+
+def _nll(ewe, prompt, target, passages):
+    """Mean negative log-likelihood of `target` as the answer to `prompt`, with `passages` in memory."""
+    memory = ewe.new_memory()
+    if passages:
+        memory.add(passages)
+    prompt_ids = ewe.prompt_ids(prompt)
+    target_ids = ewe.tokenizer(target, add_special_tokens=False)["input_ids"]
+    offset = ewe.config.memory.unit_tokens if passages else 0
+    session = DecodingSession(ewe.model, memory.state() if passages else None, offset)
+    logits = [session.prefill(torch.tensor([prompt_ids]))]
+    for tok in target_ids[:-1]:
+        logits.append(session.step(torch.tensor([tok])))
+    logprobs = torch.log_softmax(torch.cat(logits).float(), -1)
+    return -logprobs[torch.arange(len(target_ids)), torch.tensor(target_ids)].mean().item()
+
+
+@pytest.mark.parametrize("title", ["Marie Curie", "Albert Einstein", "Eiffel Tower"])
+def test_memory_makes_the_article_more_likely(ewe, title):
+    """A passage in memory must raise the likelihood of its own facts: the whole point of EWE."""
+    text = passage(title)
+    target = text.split(": ", 1)[1].split(". ")[0] + "."
+    without = _nll(ewe, f"Tell me about {title}.", target, None)
+    with_memory = _nll(ewe, f"Tell me about {title}.", target, [text])
+    assert with_memory < without - 0.2, (with_memory, without)
+
+
+def test_fused_equals_reference_on_the_real_model(ewe):
+    memory = ewe.new_memory()
+    memory.add([passage("Marie Curie"), passage("Pierre Curie")])
+    ids = torch.tensor([ewe.prompt_ids(PROMPT)])
+    out = {}
+    for impl in ("reference", "fused"):
+        session = DecodingSession(ewe.model, memory.state(), ewe.config.memory.unit_tokens, impl)
+        logits = [session.prefill(ids)]
+        for tok in (330, 1790, 314):
+            logits.append(session.step(torch.tensor([tok])))
+        out[impl] = torch.cat(logits)
+    torch.testing.assert_close(out["fused"], out["reference"], atol=2e-3, rtol=1e-3)
