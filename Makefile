@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 EWE    := $(VENV)/bin/ewe
 STAMP  := $(VENV)/.ewe-installed
 
-.PHONY: help setup demo test test-fast bench ext clean
+.PHONY: help setup demo test test-fast test-ext bench ext clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -31,8 +31,14 @@ test: setup  ## run the whole test suite
 test-fast: setup  ## mechanism tests only (tiny random models, seconds)
 	$(PY) -m pytest -q -m "not slow" tests
 
+ext: setup  ## build the compiled memory attention (ewe/_C*.so): CPU, plus CUDA if nvcc and a CUDA torch are found
+	MAX_JOBS=2 $(PY) setup.py build_ext --inplace
+
+test-ext: ext  ## build the extension, then run the attention and engine tests on it
+	EWE_ATTENTION_IMPL=auto $(PY) -m pytest -q tests/test_ops.py tests/test_extension.py tests/test_engine.py tests/test_api.py
+
 bench: setup  ## decoding benchmark: plain HF generate against ewe, same process
 	$(EWE) bench decode
 
 clean:  ## remove the virtual environment and build outputs
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info ewe/_C*.so

@@ -3,11 +3,13 @@
 The compiled extension (csrc/) is built separately with `make ext`; a plain
 `pip install -e .` installs the pure-Python package, which runs on the PyTorch path.
 
-Extension build (opt-in): `python setup.py build_ext --inplace` (or EWE_BUILD_EXT=1 with any
-setup command) compiles csrc/ into ewe/_C*.so. It builds the CUDA kernels too when nvcc is
-found and torch is a CUDA build, else CPU only, and says which. Environment knobs:
-EWE_EXT_CUDA=0 forces CPU only; EWE_EXT_MARCH sets -march (default "native": the binary is
-for the machine that builds it; set e.g. "x86-64-v3" for a portable one, or "" for none).
+Extension build (opt-in): `python setup.py build_ext --inplace` compiles csrc/ into
+ewe/_C*.so (or EWE_BUILD_EXT=1 with any setup command, e.g.
+`EWE_BUILD_EXT=1 pip install --no-build-isolation -e .`: the build needs the installed torch).
+It builds the CUDA kernels too when nvcc is found and torch is a CUDA build, else CPU only,
+and says which. Knobs: EWE_EXT_CUDA=0 forces CPU only; EWE_EXT_MARCH sets -march (default
+"native": the binary is for the machine that builds it; e.g. "x86-64-v3" for a portable one,
+"" for none). Needs GCC >= 12 or Clang.
 """
 import os
 import shutil
@@ -42,12 +44,12 @@ def _extension_setup() -> dict:
     use_cuda = use_cuda and nvcc is not None and torch.version.cuda is not None
 
     march = os.environ.get("EWE_EXT_MARCH", "native")
-    cxx = ["-O3", "-fopenmp", "-ffp-contract=fast"] + ([f"-march={march}"] if march else [])
+    cxx = ["-O3", "-g0", "-fopenmp", "-ffp-contract=fast"] + ([f"-march={march}"] if march else [])
     sources = ["csrc/ops.cpp", "csrc/cpu/memory_attention.cpp"]
     kwargs = {"extra_compile_args": {"cxx": cxx}, "extra_link_args": ["-fopenmp"]}
     if use_cuda:
         sources.append("csrc/cuda/memory_attention.cu")
-        kwargs["extra_compile_args"]["nvcc"] = ["-O3", "--use_fast_math", "-std=c++17"]
+        kwargs["extra_compile_args"]["nvcc"] = ["-O3", "--use_fast_math"]
         ext = CUDAExtension("ewe._C", sources, **kwargs)
     else:
         ext = CppExtension("ewe._C", sources, **kwargs)

@@ -72,3 +72,9 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     d.add_argument("--repeats", type=int, default=5)
     add_model_options(d)
     d.set_defaults(func=lambda a: bench_decode(a, load_ewe), **{"memory.unit_tokens": 128})
+
+    from .ops.bench import add_bench_arguments, run_attention_bench
+
+    a = which.add_parser("attention", help="memory attention: compiled extension vs fused PyTorch vs literal eq. 1")
+    add_bench_arguments(a)
+    a.set_defaults(func=lambda args: run_attention_bench(args) and 0)

@@ -5,25 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attention_cases import make_memory
 from ewe.ops import LayerMemory, memory_attention_fused, memory_attention_reference, merge_states, attention_state
 
 # Per-dtype tolerances (absolute, relative) of an implementation against the float32 reference.
 TOLERANCES = {torch.float32: (2e-5, 1e-4), torch.bfloat16: (3e-2, 3e-2)}
-
-
-def make_memory(batch, hkv, d, unit_lengths, dtype, gen):
-    """Random memory whose rows hold the given unit lengths; shorter rows right-padded."""
-    totals = [sum(lens) for lens in unit_lengths]
-    n = max(totals + [0])
-    key = torch.randn(batch, hkv, n, d, generator=gen).to(dtype)
-    value = torch.randn(batch, hkv, n, d, generator=gen).to(dtype)
-    bias = torch.zeros(batch, 1, 1, n)
-    bounds = []
-    for b, lens in enumerate(unit_lengths):
-        bias[b, ..., totals[b]:] = float("-inf")
-        starts = [sum(lens[:i]) for i in range(len(lens))]
-        bounds.append([(s, s + m) for s, m in zip(starts, lens)])
-    return LayerMemory(key, value, bias, bounds, LayerMemory.context_weight([len(x) for x in unit_lengths]))
 
 
 def random_case(seed, dtype=torch.float32, decode=False):

@@ -2,19 +2,27 @@
 
 Order of precedence: an explicit `impl` argument, then the environment variable
 EWE_ATTENTION_IMPL, then "auto". "auto" picks the compiled extension when it is
-built and supports the inputs, else the fused PyTorch path. Forcing "extension" when
-it is not built is an error, never a silent fallback.
+built and supports the inputs (see `extension.supports`), else the fused PyTorch path;
+when it falls back because the extension is not built, it says so once per process
+(logger "ewe", level INFO). Forcing "extension" when it is not built is an error, never a
+silent fallback.
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Callable
 
+from . import extension
+from .extension import memory_attention_extension
 from .fused import memory_attention_fused
 from .reference import memory_attention_reference
 
 IMPLEMENTATIONS = ("auto", "reference", "fused", "extension")
 ENV_VAR = "EWE_ATTENTION_IMPL"
+
+logger = logging.getLogger("ewe")
+_notice = {"given": False}
 
 
 def requested_impl(impl: str | None = None) -> str:
@@ -25,14 +33,30 @@ def requested_impl(impl: str | None = None) -> str:
     return name
 
 
+def memory_attention_auto(query, key, value, memory, ctx_mask, scale):
+    """The extension where it supports the inputs, else the fused path (same signature)."""
+    if extension.supports(query, key, value, memory):
+        return memory_attention_extension(query, key, value, memory, ctx_mask, scale)
+    return memory_attention_fused(query, key, value, memory, ctx_mask, scale)
+
+
 def select(impl: str | None = None) -> Callable:
     """Return the memory-attention function for `impl` (see module docstring)."""
     name = requested_impl(impl)
     if name == "reference":
         return memory_attention_reference
+    if name == "fused":
+        return memory_attention_fused
     if name == "extension":
-        raise NotImplementedError(
-            "impl='extension': the compiled memory-attention extension (csrc/) is not built in this "
-            "version of ewe; use 'fused' or 'auto'"
-        )
-    return memory_attention_fused
+        if not extension.available():
+            raise RuntimeError(
+                f"impl='extension': the compiled memory-attention extension is not available "
+                f"({extension.load_error()}); {extension.BUILD_HINT}, or use 'fused' or 'auto'"
+            )
+        return memory_attention_extension
+    if not extension.available():
+        if not _notice["given"]:
+            _notice["given"] = True
+            logger.info("memory attention: compiled extension not built, using the fused PyTorch path (`make ext` builds it)")
+        return memory_attention_fused
+    return memory_attention_auto

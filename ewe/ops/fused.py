@@ -56,8 +56,8 @@ def memory_attention_fused(
     Hkv, L = key.shape[1], key.shape[2]
     group = Hq // Hkv
     q = query.reshape(B, Hkv, group * Q, D)
-    bias_c = context_bias(ctx_mask, Q, L, query.device)
-    if group > 1:  # rows of the folded query axis are (group, Q): repeat the mask per group
+    bias_c = context_bias(ctx_mask, Q, L, query.device, allow_none=True)
+    if bias_c is not None and group > 1:  # rows of the folded query axis are (group, Q): repeat the mask per group
         bias_c = bias_c.unsqueeze(2).expand(bias_c.shape[0], 1, group, Q, L).reshape(-1, 1, group * Q, L)
     out_c, lse_c = attention_state(q, key, value, bias_c, scale)
     out_m, lse_m = attention_state(q, memory.key, memory.value, memory.bias, scale)

@@ -4,13 +4,19 @@ from __future__ import annotations
 import torch
 
 
-def context_bias(mask: torch.Tensor | None, q_len: int, kv_len: int, device: torch.device) -> torch.Tensor:
+def context_bias(
+    mask: torch.Tensor | None, q_len: int, kv_len: int, device: torch.device, allow_none: bool = False
+) -> torch.Tensor | None:
     """An additive [B or 1, 1, Q, L] float32 bias for the context keys.
 
     `mask` is what transformers' mask function produced: a boolean mask (True = attend),
     an additive float mask, or None, meaning plain causal attention with the Q queries
-    sitting at the last Q positions of the L keys (prefill and decode alike).
+    sitting at the last Q positions of the L keys (prefill and decode alike). With
+    `allow_none`, a bias that would be all zeros (one causal query sees every key) is
+    returned as None so the caller can skip it.
     """
+    if mask is None and q_len == 1 and allow_none:
+        return None
     if mask is None:
         q_pos = torch.arange(kv_len - q_len, kv_len, device=device).view(q_len, 1)
         allowed = torch.arange(kv_len, device=device).view(1, kv_len) <= q_pos

@@ -1,0 +1,304 @@
+"""The compiled memory attention (csrc/) against the literal eq. 1 reference.
+
+Skipped as a whole when the extension is not built (`make ext`). The yardstick, as in
+flash-attention's tests: the kernel's error against a float32 reference may be at most twice
+the fused PyTorch path's error in the same precision, plus a small absolute floor.
+"""
+import contextlib
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ewe.ops import LayerMemory, dispatch, extension, memory_attention_fused, memory_attention_reference
+
+if not extension.available():
+    pytest.skip(f"extension not built: run `make ext` ({extension.load_error()})", allow_module_level=True)
+
+from attention_cases import make_memory  # noqa: E402
+from ewe.ops.extension import memory_attention_extension  # noqa: E402
+
+# Absolute error floor per dtype, on top of 2x the fused path's error (see module docstring).
+ERROR_FLOOR = {torch.float32: 2e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
+OP = torch.ops.ewe_ext.memory_attention
+
+
+def left_padded_mask(batch, q_len, kv_len, gen, as_float=False):
+    """transformers' mask for a left-padded batch: causal, and blind to each row's padding."""
+    pad = torch.randint(0, kv_len - q_len + 1, (batch,), generator=gen)
+    kv_idx = torch.arange(kv_len).view(1, 1, 1, kv_len)
+    q_idx = torch.arange(kv_len - q_len, kv_len).view(1, 1, q_len, 1)
+    mask = (kv_idx <= q_idx) & (kv_idx >= pad.view(batch, 1, 1, 1))
+    if as_float:
+        return torch.zeros(mask.shape).masked_fill(~mask, torch.finfo(torch.float32).min)
+    return mask
+
+
+def random_case(seed, dtype, decode, device="cpu"):
+    """k in 0..16 units of odd lengths per row, odd context, GQA 1..4, head dim 64 or 128."""
+    gen = torch.Generator().manual_seed(seed)
+    r = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))
+    batch, hkv, group, d = r(1, 3), r(1, 3), r(1, 4), [64, 128][r(0, 1)]
+    ctx = 2 * r(0, 48) + 1
+    q_len = 1 if decode else r(1, ctx)
+    unit_lengths = [[2 * r(0, 20) + 1 for _ in range(r(0, 16))] for _ in range(batch)]
+    query = torch.randn(batch, hkv * group, q_len, d, generator=gen).to(device, dtype)
+    key = torch.randn(batch, hkv, ctx, d, generator=gen).to(device, dtype)
+    value = torch.randn(batch, hkv, ctx, d, generator=gen).to(device, dtype)
+    memory = make_memory(batch, hkv, d, unit_lengths, dtype, gen, device)
+    mask = [None, "bool", "float"][seed % 3]
+    if mask is not None:
+        mask = left_padded_mask(batch, q_len, ctx, gen, as_float=mask == "float").to(device)
+    return query, key, value, memory, mask, d**-0.5
+
+
+@contextlib.contextmanager
+def one_thread():
+    """The reference's many small ops run far faster on one thread (and on a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def as_float32(memory):
+    return LayerMemory(memory.key.float(), memory.value.float(), memory.bias, memory.unit_bounds, memory.log_ctx_weight)
+
+
+def check_against_reference(query, key, value, memory, mask, scale):
+    """Extension error vs an fp32 reference <= 2x the fused path's error (same dtype) + floor."""
+    dtype = query.dtype
+    cpu = lambda t: None if t is None else t.cpu()
+    mem32 = as_float32(memory)
+    mem32 = LayerMemory(cpu(mem32.key), cpu(mem32.value), cpu(mem32.bias), mem32.unit_bounds, cpu(mem32.log_ctx_weight))
+    with one_thread():
+        expected = memory_attention_reference(
+            query.float().cpu(), key.float().cpu(), value.float().cpu(), mem32, cpu(mask), scale
+        )
+        fused = memory_attention_fused(query, key, value, memory, mask, scale)
+    actual = memory_attention_extension(query, key, value, memory, mask, scale)  # all threads: splits the keys
+    assert actual.dtype == dtype and actual.shape == expected.shape
+    assert actual.device == query.device
+    err = (actual.float().cpu() - expected).abs().max().item()
+    fused_err = (fused.float().cpu() - expected).abs().max().item()
+    assert err <= 2 * fused_err + ERROR_FLOOR[dtype], f"extension error {err:.3g}, fused error {fused_err:.3g}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("decode", [False, True], ids=["prefill", "decode"])
+@pytest.mark.parametrize("seed", range(16))
+def test_matches_reference_random_shapes(seed, decode, dtype):
+    check_against_reference(*random_case(seed, dtype, decode))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize(
+    "q_len, ctx, units, unit_len, group, d",
+    [
+        (1, 1001, 16, 127, 3, 64),  # decode over ~3000 keys: the key axis is split and merged
+        (1, 777, 5, 255, 4, 128),
+        (100, 301, 5, 101, 3, 128),  # prefill over several query blocks and key tiles
+        (70, 135, 3, 65, 1, 64),
+        (33, 33, 0, 1, 2, 64),  # no memory at all
+    ],
+)
+def test_matches_reference_large(q_len, ctx, units, unit_len, group, d, dtype):
+    gen = torch.Generator().manual_seed(q_len * 1000 + ctx)
+    batch, hkv = 2, 3
+    query = torch.randn(batch, hkv * group, q_len, d, generator=gen).to(dtype)
+    key = torch.randn(batch, hkv, ctx, d, generator=gen).to(dtype)
+    value = torch.randn(batch, hkv, ctx, d, generator=gen).to(dtype)
+    lengths = [[unit_len] * units, [unit_len - 2] * max(0, units - 1)]
+    memory = make_memory(batch, hkv, d, lengths, dtype, gen)
+    check_against_reference(query, key, value, memory, None, d**-0.5)
+    check_against_reference(query, key, value, memory, left_padded_mask(batch, q_len, ctx, gen), d**-0.5)
+
+
+def test_same_result_with_one_thread_and_with_several():
+    query, key, value, memory, mask, scale = random_case(5, torch.float32, decode=True)
+    many = memory_attention_extension(query, key, value, memory, mask, scale)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = memory_attention_extension(query, key, value, memory, mask, scale)
+    finally:
+        torch.set_num_threads(threads)
+    torch.testing.assert_close(one, many, atol=1e-6, rtol=1e-5)
+
+
+def test_no_units_is_plain_attention():
+    gen = torch.Generator().manual_seed(0)
+    query = torch.randn(2, 6, 9, 64, generator=gen)
+    key, value = torch.randn(2, 3, 21, 64, generator=gen), torch.randn(2, 3, 21, 64, generator=gen)
+    empty = make_memory(2, 3, 64, [[], []], torch.float32, gen)
+    causal = torch.arange(21).view(1, -1) <= torch.arange(21 - 9, 21).view(-1, 1)
+    expected = F.scaled_dot_product_attention(query, key, value, attn_mask=causal, enable_gqa=True).transpose(1, 2)
+    torch.testing.assert_close(memory_attention_extension(query, key, value, empty, None, 64**-0.5), expected,
+                               atol=2e-5, rtol=1e-4)
+
+
+def test_causal_none_equals_explicit_causal_mask_and_strided_query():
+    gen = torch.Generator().manual_seed(7)
+    query = torch.randn(2, 6, 13, 64, generator=gen)
+    key, value = torch.randn(2, 3, 29, 64, generator=gen), torch.randn(2, 3, 29, 64, generator=gen)
+    memory, scale = make_memory(2, 3, 64, [[9, 7], [5]], torch.float32, gen), 0.125
+    B, Hq, Q, D = query.shape
+    L = key.shape[2]
+    causal = (torch.arange(L).view(1, L) <= torch.arange(L - Q, L).view(Q, 1)).view(1, 1, Q, L)
+    implicit = memory_attention_extension(query, key, value, memory, None, scale)
+    explicit = memory_attention_extension(query, key, value, memory, causal, scale)
+    torch.testing.assert_close(implicit, explicit, atol=1e-6, rtol=1e-6)
+    # transformers hands over query as a transposed view of [B, Q, Hq, D]: read in place
+    strided = query.transpose(1, 2).contiguous().transpose(1, 2)
+    assert not strided.is_contiguous()
+    torch.testing.assert_close(memory_attention_extension(strided, key, value, memory, None, scale), implicit)
+
+
+def test_row_that_sees_nothing_gives_zeros_like_fused():
+    gen = torch.Generator().manual_seed(1)
+    query = torch.randn(1, 2, 1, 64, generator=gen)
+    key, value = torch.randn(1, 2, 5, 64, generator=gen), torch.randn(1, 2, 5, 64, generator=gen)
+    empty = make_memory(1, 2, 64, [[]], torch.float32, gen)
+    blind = torch.zeros(1, 1, 1, 5, dtype=torch.bool)
+    out = memory_attention_extension(query, key, value, empty, blind, 0.125)
+    assert out.abs().max() == 0
+    torch.testing.assert_close(out, memory_attention_fused(query, key, value, empty, blind, 0.125))
+
+
+def op_args(q_len=3, ctx=11, n=7, dtype=torch.float32, mem_bias=True, ctx_bias=False):
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, q_len, 64, generator=gen).to(dtype)
+    k, v = (torch.randn(2, 2, ctx, 64, generator=gen).to(dtype) for _ in range(2))
+    mk, mv = (torch.randn(2, 2, n, 64, generator=gen).to(dtype) for _ in range(2))
+    mb = torch.zeros(2, 1, 1, n)
+    mb[1, ..., n - 2:] = float("-inf")
+    lw = LayerMemory.context_weight([2, 1])
+    cb = torch.zeros(1, 1, q_len, ctx) if ctx_bias else None
+    return [q, k, v, mk, mv, mb if mem_bias else None, lw, cb, 0.125]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"q_len": 1, "dtype": torch.bfloat16, "ctx_bias": True}, {"n": 0, "mem_bias": False}],
+    ids=["prefill-fp32", "decode-bf16", "no-memory"],
+)
+def test_opcheck(kwargs):
+    torch.library.opcheck(OP.default, op_args(**kwargs))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda a: a.__setitem__(1, a[1].double()), "key dtype"),
+        (lambda a: a.__setitem__(4, a[4][:, :, :-1]), "mem_value must be"),
+        (lambda a: a.__setitem__(0, a[0].transpose(-1, -2).contiguous().transpose(-1, -2)), "query must have a contiguous last"),
+        (lambda a: a.__setitem__(5, a[5].double()), "mem_bias must be float32"),
+        (lambda a: a.__setitem__(6, a[6][:1]), "log_ctx_weight"),
+        (lambda a: a.__setitem__(7, torch.zeros(1, 1, 2, 11)), "ctx_bias must be"),
+        (lambda a: a.__setitem__(1, a[1][:, :, :2]) or a.__setitem__(2, a[2][:, :, :2]), "Q <= L"),
+        (lambda a: [a.__setitem__(i, a[i].half()) for i in range(5)], "not supported"),
+        (lambda a: a.__setitem__(1, a[1][:, :1].expand(2, 3, 11, 64)) or a.__setitem__(2, a[1]), "multiple of key heads"),
+    ],
+    ids=["dtype", "shape", "stride", "bias-dtype", "weight-shape", "ctx-bias-shape", "causal-q-gt-l", "fp16-cpu", "gqa"],
+)
+def test_argument_checks_name_the_argument(change, message):
+    args = op_args()
+    change(args)
+    with pytest.raises(RuntimeError, match=message):
+        OP(*args)
+
+
+def test_dispatch_auto_uses_extension_and_falls_back_per_input(monkeypatch):
+    monkeypatch.delenv(dispatch.ENV_VAR, raising=False)
+    monkeypatch.setenv(dispatch.ENV_VAR, "extension")
+    assert dispatch.select() is memory_attention_extension
+    monkeypatch.delenv(dispatch.ENV_VAR)
+    fn = dispatch.select()
+    assert fn is dispatch.memory_attention_auto
+    query, key, value, memory, mask, scale = random_case(2, torch.float32, decode=True)
+    calls = []
+    monkeypatch.setattr(dispatch, "memory_attention_extension", lambda *a: calls.append(1) or memory_attention_extension(*a))
+    fn(query, key, value, memory, mask, scale)
+    assert calls == [1]
+    half = LayerMemory(memory.key.half(), memory.value.half(), memory.bias, memory.unit_bounds, memory.log_ctx_weight)
+    out = fn(query.half(), key.half(), value.half(), half, mask, scale)  # float16 on CPU: fused path
+    assert calls == [1] and out.dtype == torch.float16
+
+
+def test_dispatch_when_extension_missing(monkeypatch, caplog):
+    monkeypatch.setattr(extension, "_state", {"loaded": False, "error": "ImportError: no ewe._C"})
+    monkeypatch.setattr(dispatch, "_notice", {"given": False})
+    with pytest.raises(RuntimeError, match="make ext"):
+        dispatch.select("extension")
+    with caplog.at_level(logging.INFO, logger="ewe"):
+        assert dispatch.select("auto") is memory_attention_fused
+        assert dispatch.select("auto") is memory_attention_fused
+    notices = [r for r in caplog.records if "extension not built" in r.getMessage()]
+    assert len(notices) == 1
+
+
+cuda = pytest.mark.skipif(
+    not (torch.cuda.is_available() and extension.has_cuda_kernel()),
+    reason="needs a GPU and the extension built with its CUDA kernels",
+)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("decode", [False, True], ids=["prefill", "decode"])
+@pytest.mark.parametrize("seed", range(12))
+def test_cuda_matches_reference(seed, decode, dtype):
+    check_against_reference(*random_case(seed, dtype, decode, device="cuda"))
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_cuda_long_decode_and_prefill(dtype):
+    gen = torch.Generator().manual_seed(0)
+    for q_len, ctx in ((1, 2001), (130, 515)):
+        query = torch.randn(2, 9, q_len, 128, generator=gen).to("cuda", dtype)
+        key, value = (torch.randn(2, 3, ctx, 128, generator=gen).to("cuda", dtype) for _ in range(2))
+        memory = make_memory(2, 3, 128, [[255] * 8, [201] * 7], dtype, gen, "cuda")
+        check_against_reference(query, key, value, memory, None, 128**-0.5)
+
+
+@cuda
+def test_cuda_opcheck():
+    args = [a.cuda() if isinstance(a, torch.Tensor) else a for a in op_args(dtype=torch.float16)]
+    torch.library.opcheck(OP.default, args)
+
+
+def test_attention_bench_smoke(monkeypatch, capsys):
+    """`ewe bench attention` end to end on tiny shapes: rows, ratios and the targets' lines."""
+    import argparse
+
+    from ewe.ops import bench
+
+    monkeypatch.setattr(bench, "GRID", [(1, 8, 16)])
+    monkeypatch.setattr(bench, "DESIGN_CASE", (2, 8, 16))
+    monkeypatch.setattr(bench, "stream_bandwidth", lambda repeats: 10.0)
+    monkeypatch.setattr(bench, "stream_buffer", lambda: torch.ones(1024))
+    parser = argparse.ArgumentParser()
+    bench.add_bench_arguments(parser)
+    rows = bench.run_attention_bench(parser.parse_args(["--repeats", "1", "--layers", "2", "--prefill-len", "4"]))
+    assert len(rows) == 8 and all(r.ext_ms and r.fused_ms and r.ref_ms for r in rows)
+    assert all(r.stream_fraction is not None for r in rows if r.mode == "decode")
+    out = capsys.readouterr().out
+    assert "fused/ext" in out and "target (float32, k=2 M=8 ctx=16)" in out
+
+
+def test_whole_model_generation_with_extension_equals_pytorch_path():
+    """Greedy fp32 generation through every layer: the extension and the fused path agree token for token."""
+    from tiny import tiny_ewe
+
+    ewe = tiny_ewe()
+    passages = ["Marie Curie was a Polish physicist.", "The Eiffel Tower is in Paris."]
+    out = {}
+    for impl in ("extension", "fused"):
+        ewe.config.model.attention_impl = impl
+        out[impl] = ewe.generate("Tell me a bio of Marie Curie.", passages=passages, max_new_tokens=24)
+    assert out["extension"].token_ids == out["fused"].token_ids
+    assert out["extension"].logprobs == pytest.approx(out["fused"].logprobs, abs=1e-4)
