@@ -30,6 +30,7 @@ class GenerationResult:
     logprobs: list[float]
     finish_reason: str
     memory: dict = field(default_factory=dict)  # pool -> unit descriptions
+    retrieved: list = field(default_factory=list)  # passages retrieved for the prompt: id, title, score
     stats: dict = field(default_factory=dict)  # token counts, timings, memory footprint
 
     def to_dict(self) -> dict:
@@ -39,12 +40,17 @@ class GenerationResult:
 class EWE:
     """A causal LM whose attention reads a working memory (EWE, eq. 1)."""
 
-    def __init__(self, model, tokenizer, config: EWEConfig | None = None):
+    def __init__(self, model, tokenizer, config: EWEConfig | None = None, datastore=None):
         self.config = config or EWEConfig()
         self.model = model
         self.tokenizer = tokenizer
+        self._datastore = datastore
         patch_model(model)
-        mem = self.config.memory
+        mem, ret = self.config.memory, self.config.retrieval
+        if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
+            raise ConfigError(
+                f"retrieval.top_k={ret.top_k} passages do not fit memory.retrieval_units={mem.retrieval_units}"
+            )
         self.encoder = UnitEncoder(model, tokenizer, mem.unit_tokens, mem.unit_start_token, mem.encoder_cache_units)
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
         eos = model.generation_config.eos_token_id if model.generation_config else None
@@ -64,6 +70,35 @@ class EWE:
         ewe = cls(model, tokenizer, cfg)
         ewe.load_report = report
         return ewe
+
+    @property
+    def datastore(self):
+        """The retrieval datastore named by retrieval.source, loaded (or built) on first use; None if unset."""
+        source = self.config.retrieval.source
+        if self._datastore is None and source is not None:
+            from .retrieval import Datastore, default_datastore
+
+            if source == "embedded":
+                chunk = self.config.memory.unit_tokens - int(self.config.memory.unit_start_token)
+                self._datastore = default_datastore(self.tokenizer, chunk_tokens=chunk)
+            else:
+                self._datastore = Datastore.load(source)
+        return self._datastore
+
+    def retrieve(self, queries: list[str]) -> list[list]:
+        """The configured top passages (Hits) for each query, threshold and de-duplication applied."""
+        ret = self.config.retrieval
+        if self.datastore is None:
+            return [[] for _ in queries]
+        return self.datastore.search(queries, k=ret.top_k, threshold=ret.threshold, dedup_sources=ret.dedup_sources)
+
+    @staticmethod
+    def prompt_with_passages(prompt: str, passages: list[str]) -> str:
+        """The "+RA" baseline's prompt: the passages as numbered text before the request."""
+        if not passages:
+            return prompt
+        listed = "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
+        return f"Relevant passages:\n{listed}\n\n{prompt}"
 
     def new_memory(self) -> WorkingMemory:
         """An empty working memory with this configuration's pools, sharing the unit encoder."""
@@ -99,7 +134,7 @@ class EWE:
             if not p.strip():
                 raise ValueError(f"{name} is empty")
         if passages is None:
-            rows = [[] for _ in prompts]
+            return single, prompts, None
         elif single or (passages and all(isinstance(x, str) for x in passages)):
             rows = [list(passages)] * len(prompts) if single or len(prompts) == 1 else None
             if rows is None:
@@ -156,8 +191,10 @@ class EWE:
             passages: for one prompt, a list of passage texts; for a batch, one list per
                 prompt (or one flat list shared when the batch has a single prompt). Each
                 passage becomes one unit of at most memory.unit_tokens tokens (longer ones
-                are truncated with a warning). None or [] decodes without memory, exactly
-                as the unpatched model does.
+                are truncated with a warning). None retrieves retrieval.top_k passages for
+                each prompt from the datastore (none when retrieval.source is null); []
+                decodes without memory, exactly as the unpatched model does. With
+                retrieval.placement "prompt" the passages are prepended as text instead.
             max_new_tokens, temperature, top_p, seed: override the configuration's decoding
                 settings; temperature 0 is greedy.
 
@@ -171,11 +208,19 @@ class EWE:
         """
         single, prompts, rows = self._check_prompts(prompt, passages)
         dec = self._decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-        ids = [self.prompt_ids(p, dec.system_prompt) for p in prompts]
+        t0 = time.perf_counter()
+        retrieved = [[] for _ in prompts]
+        if rows is None:
+            retrieved = self.retrieve(prompts)
+            rows = [[h.text for h in hits] for hits in retrieved]
+        texts = prompts
+        if self.config.retrieval.placement == "prompt":
+            texts = [self.prompt_with_passages(p, r) for p, r in zip(prompts, rows)]
+            rows = [[] for _ in prompts]
+        ids = [self.prompt_ids(t, dec.system_prompt) for t in texts]
         offset = self.config.memory.unit_tokens if any(rows) else 0
         self._check_lengths(prompts, ids, offset, dec.max_new_tokens)
 
-        t0 = time.perf_counter()
         memories = []
         for row in rows:
             memory = self.new_memory()
@@ -194,7 +239,7 @@ class EWE:
         t3 = time.perf_counter()
 
         results = []
-        for p, row_ids, memory, cont in zip(prompts, ids, memories, conts):
+        for p, row_ids, memory, cont, hits in zip(prompts, ids, memories, conts, retrieved):
             results.append(
                 GenerationResult(
                     prompt=p,
@@ -203,12 +248,13 @@ class EWE:
                     logprobs=cont.logprobs,
                     finish_reason=cont.finish_reason,
                     memory=memory.describe(),
+                    retrieved=[{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits],
                     stats={
                         "prompt_tokens": len(row_ids),
                         "new_tokens": len(cont.token_ids),
                         "memory_units": len(memory),
                         "memory_bytes": memory.footprint()["bytes"],
-                        "encode_s": round(t1 - t0, 4),
+                        "retrieve_encode_s": round(t1 - t0, 4),
                         "prefill_s": round(t2 - t1, 4),
                         "decode_s": round(t3 - t2, 4),
                     },

@@ -36,7 +36,7 @@ def bench_decode(args, load_ewe) -> int:
         return out.shape[1] - ids.shape[1]
 
     def ewe_plain():
-        r = ewe.generate(BENCH_PROMPT, max_new_tokens=n)
+        r = ewe.generate(BENCH_PROMPT, passages=[], max_new_tokens=n)
         return len(r.token_ids)
 
     def ewe_memory():
@@ -78,3 +78,9 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     a = which.add_parser("attention", help="memory attention: compiled extension vs fused PyTorch vs literal eq. 1")
     add_bench_arguments(a)
     a.set_defaults(func=lambda args: run_attention_bench(args) and 0)
+
+    from .retrieval.bench import add_bench_arguments as add_retrieval_arguments, run_retrieval_bench
+
+    r = which.add_parser("retrieval", help="embedded Wikipedia datastore: build, search latency, recall of ANN indexes")
+    add_retrieval_arguments(r)
+    r.set_defaults(func=lambda args: run_retrieval_bench(args) and 0)

@@ -19,6 +19,15 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--retrieval-units", dest="memory.retrieval_units", type=int)
     g.add_argument("--start-token", dest="memory.unit_start_token", action=argparse.BooleanOptionalAction,
                    default=None, help="begin each memory unit with the BOS token")
+    r = p.add_argument_group("retrieval (used when no --passage is given)")
+    r.add_argument("--datastore", dest="retrieval.source",
+                   help='"embedded" (default: Wikipedia summaries, built on first use) or a datastore folder')
+    r.add_argument("--no-retrieval", dest="retrieval.source", action="store_const", const="__none__",
+                   help="no retrieval: the memory holds only --passage texts")
+    r.add_argument("--top-k", dest="retrieval.top_k", type=int, help="passages retrieved for the prompt")
+    r.add_argument("--threshold", dest="retrieval.threshold", type=float, help="minimum retrieval score")
+    r.add_argument("--placement", dest="retrieval.placement", choices=["memory", "prompt"],
+                   help='"prompt" prepends the passages as text: the "+RA" baseline')
     d = p.add_argument_group("decoding")
     d.add_argument("--max-new-tokens", dest="decoding.max_new_tokens", type=int)
     d.add_argument("--temperature", dest="decoding.temperature", type=float, help="0 is greedy")
@@ -27,7 +36,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _overrides(args) -> dict:
-    return {k: v for k, v in vars(args).items() if "." in k and v is not None}
+    out = {k: v for k, v in vars(args).items() if "." in k and v is not None}
+    if out.get("retrieval.source") == "__none__":
+        out["retrieval.source"] = None
+    return out
 
 
 def _load_ewe(args):
@@ -99,6 +111,8 @@ def cmd_generate(args) -> int:
         if args.json:
             print(json.dumps(result.to_dict(), ensure_ascii=False))
         else:
+            for hit in result.retrieved:
+                print(f"[retrieved {hit['score']:.3f}] {hit['title']}", file=sys.stderr)
             print(result.text)
         return 0
     rows = _read_prompts(Path(args.input))
@@ -135,12 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_bench_commands
 
     add_bench_commands(sub, _add_model_options, _load_ewe)
-    try:
-        from .retrieval.cli import add_index_commands
-    except ImportError:
-        pass
-    else:
-        add_index_commands(sub)
+    from .retrieval.cli import add_index_commands
+
+    add_index_commands(sub)
     return parser
 
 

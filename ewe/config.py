@@ -31,9 +31,25 @@ class MemoryConfig(_Section):
     unit_tokens: int = Field(128, ge=8, le=4096, description="M: the most tokens one unit holds")
     retrieval_units: int = Field(4, ge=0, le=64, description="capacity of the retrieved-passage pool")
     feedback_units: int = Field(2, ge=0, le=64, description="capacity of the fact-checking feedback pool")
-    unit_start_token: bool = Field(False, description="begin every unit with the BOS token")
+    # Measured (benchmarks/unit_start_token.py, 24 Wikipedia summaries, SmolLM2-135M): with the
+    # start token the summary's own sentence is more likely in 18 of 24 cases (mean NLL 1.625
+    # vs 1.665 nats/token; no memory 3.531), so no attention-sink harm shows here.
+    unit_start_token: bool = Field(True, description="begin every unit with the BOS token")
     encoder_cache_units: int = Field(256, ge=0, le=100_000, description="encoded units kept for reuse")
     reencode_context: bool = Field(False, description="re-prefill the context when memory changes")
+
+
+class RetrievalConfig(_Section):
+    source: str | None = Field(
+        "embedded",
+        description='"embedded" (Wikipedia summaries, built on first use), a datastore folder, or null for none',
+    )
+    top_k: int = Field(4, ge=1, le=64, description="passages retrieved for the prompt (the initial memory)")
+    threshold: float | None = Field(None, description="keep only passages scoring at least this")
+    dedup_sources: bool = Field(True, description="at most one chunk per source article")
+    placement: Literal["memory", "prompt"] = Field(
+        "memory", description='"memory": one unit per passage (EWE); "prompt": prepended as text (the "+RA" baseline)'
+    )
 
 
 class DecodingConfig(_Section):
@@ -47,6 +63,7 @@ class DecodingConfig(_Section):
 class EWEConfig(_Section):
     model: ModelConfig = ModelConfig()
     memory: MemoryConfig = MemoryConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
     decoding: DecodingConfig = DecodingConfig()
 
     @classmethod

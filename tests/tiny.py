@@ -67,5 +67,5 @@ def tiny_ewe(config=None, seed: int = 0, **model_kwargs):
     from ewe import EWE
     from ewe.config import EWEConfig
 
-    cfg = config if config is not None else EWEConfig.build({"memory": {"unit_tokens": 24}})
+    cfg = config if config is not None else EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}})
     return EWE(tiny_model(seed, **model_kwargs), tiny_tokenizer(), cfg)

@@ -1,0 +1,249 @@
+"""Cutting documents into passages that fit one working-memory unit.
+
+A passage's text is what goes into memory, so its length is counted with the
+*generator's* tokenizer (no special tokens), title prefix included:
+
+    "{title} ({description}): {chunk}"   or   "{title}: {chunk}"   (no description)
+    "{chunk}"                                                    (no title)
+
+`chunk` is `document.text[start:end]` exactly, so offsets always point at the source.
+Chunks end on sentence boundaries (pysbd) where they can; a sentence longer than a
+chunk is cut at a word boundary, or mid-word when one word is too long.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from .corpus import Document
+
+DEFAULT_CHUNK_TOKENS = 128  # = ewe's default memory unit size M (config memory.unit_tokens)
+MIN_CHUNK_TOKENS = 8
+
+
+def format_passage(title: str, description: str, body: str) -> str:
+    """The passage text stored for a chunk and put into memory."""
+    if not title:
+        return body
+    if description:
+        return f"{title} ({description}): {body}"
+    return f"{title}: {body}"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one document. `text` is `source.text[start:end]`; `passage` adds the title prefix."""
+
+    doc_id: str
+    title: str
+    description: str
+    text: str
+    start: int
+    end: int
+    n_tokens: int  # tokens of `passage`, no special tokens
+
+    @property
+    def passage(self) -> str:
+        return format_passage(self.title, self.description, self.text)
+
+
+def tokenizer_name(tokenizer) -> str:
+    return str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """A short hash of the tokenizer's vocabulary and rules: chunks made with one
+    tokenizer are not guaranteed to fit the budget of another."""
+    h = hashlib.sha256(type(tokenizer).__name__.encode())
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        state = json.loads(backend.to_str())
+        state.pop("truncation", None)  # call-time settings the wrapper changes as it is used
+        state.pop("padding", None)
+        h.update(json.dumps(state, sort_keys=True).encode())
+    else:
+        h.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
+    return h.hexdigest()[:16]
+
+
+class Chunker:
+    """Chunks documents to at most `chunk_tokens` tokens of `tokenizer` per passage.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer (the generator's: memory units are counted in it).
+        chunk_tokens: the most tokens of a passage, title prefix included, no special tokens.
+        language: pysbd's language code for sentence splitting.
+    """
+
+    def __init__(self, tokenizer, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, language: str = "en"):
+        if not isinstance(chunk_tokens, int) or chunk_tokens < MIN_CHUNK_TOKENS:
+            raise ValueError(f"chunk_tokens must be an integer >= {MIN_CHUNK_TOKENS}, got {chunk_tokens!r}")
+        self.tokenizer = tokenizer
+        self.chunk_tokens = chunk_tokens
+        self.language = language
+        self._segmenter = None
+
+    # -- token counting -------------------------------------------------------------
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        ids = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+        return [len(x) for x in ids]
+
+    # -- chunking -------------------------------------------------------------------
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        return self.chunk_all([doc])
+
+    def chunk_all(self, docs: Iterable[Document], progress: bool = False) -> list[Chunk]:
+        """Chunks of every document, in document order."""
+        docs = list(docs)
+        # Fast path, in batches: most short documents fit whole, and need no sentence split.
+        title_desc = [self._prefix(d) for d in docs]
+        spans = [_strip_span(d.text, 0, len(d.text)) for d in docs]
+        whole = [format_passage(t, ds, d.text[s:e]) for d, (t, ds), (s, e) in zip(docs, title_desc, spans)]
+        counts: list[int] = []
+        for i in range(0, len(whole), 512):
+            counts.extend(self.count_many(whole[i : i + 512]))
+        out: list[Chunk] = []
+        it = zip(docs, title_desc, spans, counts)
+        if progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(it, total=len(docs), desc="chunking", unit="doc")
+        for doc, (title, desc), (s, e), n in it:
+            if n <= self.chunk_tokens:
+                out.append(Chunk(doc.id, title, desc, doc.text[s:e], s, e, n))
+            else:
+                out.extend(self._split(doc, title, desc))
+        return out
+
+    def _prefix(self, doc: Document) -> tuple[str, str]:
+        """(title, description) as kept on every chunk: the prefix may use at most half
+        the budget; the description goes first, then the title is shortened."""
+        half = self.chunk_tokens // 2
+        title, desc = doc.title, doc.description
+        if not title:
+            return "", ""
+        if desc and self.count(format_passage(title, desc, "")) <= half:
+            return title, desc
+        if self.count(format_passage(title, "", "")) <= half:
+            return title, ""
+        end = _longest_fitting(lambda e: self.count(format_passage(title[:e].rstrip() + "…", "", "")) <= half, 0, len(title))
+        return title[:end].rstrip() + "…", ""
+
+    def _split(self, doc: Document, title: str, desc: str) -> list[Chunk]:
+        text = doc.text
+        budget = self.chunk_tokens - self.count(format_passage(title, desc, "x")) + self.count("x")
+        pieces: list[tuple[int, int]] = []
+        for s, e in self._sentences(text):
+            if self.count(text[s:e]) <= budget:
+                pieces.append((s, e))
+            else:
+                pieces.extend(self._cut(text, s, e, budget))
+        chunks: list[Chunk] = []
+        cur: tuple[int, int] | None = None
+        cur_n = 0
+        for s, e in pieces:
+            if cur is not None:
+                n = self.count(format_passage(title, desc, text[cur[0] : e]))
+                if n <= self.chunk_tokens:
+                    cur, cur_n = (cur[0], e), n
+                    continue
+                chunks.append(Chunk(doc.id, title, desc, text[cur[0] : cur[1]], cur[0], cur[1], cur_n))
+            cur, cur_n = self._fit_alone(doc, title, desc, s, e, chunks)
+            if cur is None:
+                cur_n = 0
+        if cur is not None:
+            chunks.append(Chunk(doc.id, title, desc, text[cur[0] : cur[1]], cur[0], cur[1], cur_n))
+        return chunks
+
+    def _fit_alone(self, doc, title, desc, s, e, chunks) -> tuple[tuple[int, int] | None, int]:
+        """Start a chunk with piece [s, e); if even alone it overflows (tokens can merge
+        differently after the prefix), emit shorter cuts of it until the rest fits."""
+        text = doc.text
+        while s < e:
+            n = self.count(format_passage(title, desc, text[s:e]))
+            if n <= self.chunk_tokens:
+                return (s, e), n
+            fits = lambda end: self.count(format_passage(title, desc, text[s:end])) <= self.chunk_tokens  # noqa: E731
+            cut = _word_cut(text, s, _longest_fitting(fits, s + 1, e))
+            ps, pe = _strip_span(text, s, cut)
+            chunks.append(Chunk(doc.id, title, desc, text[ps:pe], ps, pe, self.count(format_passage(title, desc, text[ps:pe]))))
+            s, e = _strip_span(text, cut, e)
+        return None, 0
+
+    def _sentences(self, text: str) -> list[tuple[int, int]]:
+        """Sentence spans (whitespace trimmed) covering the text in order."""
+        if self._segmenter is None:
+            import pysbd
+
+            self._segmenter = pysbd.Segmenter(language=self.language, clean=False)
+        spans, pos = [], 0
+        for seg in self._segmenter.segment(text):
+            seg = seg.strip()
+            if not seg:
+                continue
+            at = text.find(seg, pos)
+            if at < 0:  # pysbd changed the text: keep the rest whole, _cut will split it
+                break
+            spans.append((at, at + len(seg)))
+            pos = at + len(seg)
+        rest = _strip_span(text, pos, len(text))
+        if rest[1] > rest[0]:
+            spans.append(rest)
+        return spans
+
+    def _cut(self, text: str, s: int, e: int, budget: int) -> list[tuple[int, int]]:
+        """Split an over-long sentence into pieces of at most `budget` tokens."""
+        out = []
+        while s < e:
+            if self.count(text[s:e]) <= budget:
+                out.append((s, e))
+                break
+            end = _longest_fitting(lambda x: self.count(text[s:x]) <= budget, s + 1, e)
+            cut = _word_cut(text, s, end)
+            out.append(_strip_span(text, s, cut))
+            s = _strip_span(text, cut, e)[0]
+        return out
+
+
+def chunk_documents(
+    documents: Iterable[Document], tokenizer, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, progress: bool = False
+) -> list[Chunk]:
+    """Convenience: `Chunker(tokenizer, chunk_tokens).chunk_all(documents)`."""
+    return Chunker(tokenizer, chunk_tokens).chunk_all(documents, progress=progress)
+
+
+def _strip_span(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def _longest_fitting(fits, lo: int, hi: int) -> int:
+    """Largest x in [lo, hi] with fits(x), assuming fits is monotone; lo if none."""
+    best = lo
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _word_cut(text: str, s: int, end: int) -> int:
+    """Move a cut at `end` back to the last whitespace, unless that loses over half the piece."""
+    ws = max(text.rfind(" ", s, end + 1), text.rfind("\n", s, end + 1))
+    if ws > s + (end - s) // 2:
+        return ws
+    return max(end, s + 1)
