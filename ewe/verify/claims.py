@@ -1,0 +1,277 @@
+"""Claim extraction: a deterministic clause splitter, and an LLM-prompted extractor
+that falls back to it.
+
+The splitter is the offline default: it breaks a sentence at coordinated verb phrases,
+semicolons and non-restrictive who/which clauses, carrying the subject over, and
+resolves a he/she/it/they subject to the last named subject of the context. It is a
+heuristic over word lists, not a parser: when it cannot find a subject it leaves the
+clause whole rather than guess.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .prompts import extraction_prompt, parse_claim_list
+from .protocols import LLM, Extraction
+from .text import name_words, sentence_spans
+from .types import Claim
+
+AUX = {
+    "is", "was", "are", "were", "be", "been", "has", "have", "had", "will", "would", "can",
+    "could", "may", "might", "must", "shall", "should", "do", "does", "did",
+}
+BE = {"is", "was", "are", "were"}
+VERBS = AUX | set(
+    """became becomes become remains remained won wins wrote writes made makes took takes gave
+    gives went goes led leads began begins built builds held holds left leaves lost loses met
+    meets ran runs saw sees sold sells spent spends stood stands taught teaches told tells
+    brought brings bought fought found finds grew grows knew knows rose rises fell falls drew
+    flew flows sang sings spoke speaks chose came comes kept keeps paid pays put puts set sets
+    lies lay died dies lived moved married consists contains includes covers serves borders produces uses forms lives works
+    occurs refers means represents describes shows has remains is won""".split()
+)
+PARTICIPLES = set(
+    """born raised educated trained buried named known located situated based used made
+    considered regarded founded established built designed written composed published
+    released produced directed developed discovered elected appointed awarded crowned
+    recognized recognised listed classified described named granted given taken""".split()
+)
+PRONOUNS = {"he", "she", "it", "they"}
+LEADING_NON_SUBJECT = {
+    "in", "on", "at", "of", "to", "for", "from", "by", "with", "as", "after", "before", "during",
+    "since", "until", "while", "when", "where", "although", "though", "because", "if", "unlike",
+    "despite", "following", "according", "however", "today", "later", "also", "then", "thus",
+    "a", "an",  # after a comma: an appositive ("Curie, a physicist, won ...")
+}
+_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|while|whereas)\s+")
+_RELATIVE = re.compile(r"\b(?:which|who|whom|whose|where|that)\b")
+_REL = re.compile(r",\s+(who|which)\s+([^,;]+?)(?=,|;|$)")
+
+
+def _is_verb(word: str) -> bool:
+    w = word.lower()
+    if word[:1].isupper():
+        return False
+    return w in VERBS or w in PARTICIPLES or (len(w) >= 4 and w.endswith("ed") and not w.endswith("eed"))
+
+
+def _first_verb(text: str) -> Optional[re.Match]:
+    for i, m in enumerate(_WORD.finditer(text)):
+        if i > 0 and _is_verb(m.group(0)):
+            return m
+    return None
+
+
+def find_subject(clause: str) -> Optional[tuple[int, int]]:
+    """Char span of the clause's subject: the first comma-separated segment before the
+    main verb that does not open with a preposition, subordinator or article-led
+    appositive ("In 1903, Curie won" -> "Curie"; "Curie, a physicist, won" -> "Curie")."""
+    verb = _first_verb(clause)
+    if verb is None:
+        return None
+    head = clause[: verb.start()]
+    pos = 0
+    for seg in head.split(","):
+        start = pos + (len(seg) - len(seg.lstrip()))
+        end = pos + len(seg.rstrip())
+        pos += len(seg) + 1
+        first = _WORD.match(clause, start) if start < end else None
+        lead = first.group(0).lower() if first else ""
+        if first is None or lead in LEADING_NON_SUBJECT and (start > 0 or lead not in ("a", "an")):
+            continue
+        if _participial(clause, first):
+            continue  # "Born in Ulm, Einstein ..." / "Nicknamed "X", he ..."
+        return (start, end)
+    return None
+
+
+def _participial(text: str, word: re.Match) -> bool:
+    """A segment opening with a participle ("Born in", "Nicknamed") is not a subject;
+    "United States" (a capitalized word follows) is."""
+    w = word.group(0).lower()
+    if not (w in PARTICIPLES or w in ("having", "being") or (len(w) >= 5 and w.endswith("ed"))):
+        return False
+    return not re.match(r"\s+[A-Z]", text[word.end():])
+
+
+def _starts_with_verb(text: str) -> bool:
+    m = _WORD.match(text)
+    return bool(m) and _is_verb(m.group(0))
+
+
+def _pronoun_clause(text: str) -> Optional[str]:
+    """The pronoun if `text` opens "he/she/it/they + verb"."""
+    ws = _WORD.findall(text)
+    if len(ws) >= 2 and ws[0].lower() in PRONOUNS and _is_verb(ws[1]):
+        return ws[0]
+    return None
+
+
+def _finish(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip(" ,;")
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def _name_before(text: str, end: int) -> Optional[str]:
+    """The run of capitalized words (a name) ending right at `end`."""
+    ws = list(_WORD.finditer(text[:end]))
+    run: list[re.Match] = []
+    for m in reversed(ws):
+        if m.end() != end and text[m.end():end].strip() not in ("", "of", "de", "the"):
+            break
+        if m.group(0)[0].isupper() or (run and m.group(0) in ("of", "de", "the")):
+            run.insert(0, m)
+            end = m.start()
+            while end > 0 and text[end - 1] == " ":
+                end -= 1
+        else:
+            break
+    while run and not run[0].group(0)[0].isupper():
+        run.pop(0)
+    if not run:
+        return None
+    return text[run[0].start(): run[-1].end()]
+
+
+class RuleClaimExtractor:
+    """Splits a sentence into clause-level claims; deterministic, no model."""
+
+    name = "rules"
+
+    def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
+        last_subject = self._context_subject(context)
+        claims: list[Claim] = []
+        for a, b in sentence_spans(sentence) or ((0, len(sentence)),):
+            if not _claim_like(sentence[a:b]):
+                continue
+            new, last_subject = self._split_one(sentence[a:b], last_subject)
+            for text in new:
+                claims.append(_claim(text, sentence))
+        return Extraction(claims=[c for c in claims if c.text], extractor=self.name)
+
+    def _context_subject(self, context: Optional[str]) -> Optional[str]:
+        subject = None
+        for a, b in sentence_spans(context) if context else ():
+            s = context[a:b]
+            span = find_subject(s)
+            if span and name_words(s[span[0]:span[1]]):
+                subject = s[span[0]:span[1]]
+        return subject
+
+    def _split_one(self, sent: str, last_subject: Optional[str]) -> tuple[list[str], Optional[str]]:
+        body = sent.rstrip().rstrip(".!?").rstrip()
+        span = find_subject(body)
+        subject = body[span[0]:span[1]] if span else None
+        if subject and subject.lower() in PRONOUNS and last_subject:
+            body = body[: span[0]] + last_subject + body[span[1]:]
+            subject = last_subject
+            span = (span[0], span[0] + len(last_subject))
+        if subject and name_words(subject):
+            last_subject = subject
+
+        # non-restrictive relative clauses become their own claims
+        extra: list[str] = []
+        if subject:
+            while True:
+                m = _REL.search(body)
+                if not m:
+                    break
+                if m.group(1) == "who" and span and body[span[1]:m.start()].strip() == "":
+                    antecedent = subject
+                else:
+                    antecedent = _name_before(body, m.start())
+                if not antecedent or not _starts_with_verb(m.group(2)):
+                    break
+                extra.append(f"{antecedent} {m.group(2)}")
+                rest = body[m.end():]
+                if rest.startswith(",") and _starts_with_verb(rest[1:].lstrip()):
+                    rest = " " + rest[1:].lstrip()  # "Curie, who ..., won" -> "Curie won"
+                body = body[: m.start()] + rest
+
+        parts = [body]
+        if subject:
+            parts = self._split_coordination(body, subject)
+        claims = [_finish(p) for p in parts] + [_finish(e) for e in extra]
+        return [c for c in claims if c], last_subject
+
+    def _split_coordination(self, body: str, subject: str) -> list[str]:
+        pieces, pos = [], 0
+        for m in _SPLIT.finditer(body):
+            right = body[m.end():]
+            if m.group(0).strip() != ";" and _RELATIVE.search(body[pos:m.start()]):
+                continue  # "..., in which Batista overthrew X and consolidated power": not the subject's verb
+            if m.group(0).strip() == ";" or _starts_with_verb(right) or _pronoun_clause(right):
+                pieces.append(body[pos:m.start()])
+                pos = m.end()
+        pieces.append(body[pos:])
+        if len(pieces) == 1:
+            return pieces
+        first = pieces[0]
+        verb = _first_verb(first)
+        aux = None
+        if verb is not None and verb.group(0).lower() in BE:
+            nxt = _WORD.match(first, verb.end() + 1)
+            if nxt and nxt.group(0).lower() in PARTICIPLES | {"not"}:
+                aux = verb.group(0)
+        out = [first]
+        for p in pieces[1:]:
+            p = p.strip()
+            pron = _pronoun_clause(p)
+            if pron:
+                p = subject + p[len(pron):]
+            elif _starts_with_verb(p):
+                w = _WORD.match(p).group(0).lower()
+                carry = f"{subject} {aux}" if aux and w in PARTICIPLES else subject
+                p = f"{carry} {p}"
+            out.append(p)
+        return out
+
+
+def _claim_like(sentence: str) -> bool:
+    """Questions and fragments of fewer than three words state nothing to check."""
+    s = sentence.strip()
+    return not s.endswith("?") and len(_WORD.findall(s)) >= 3
+
+
+def _claim(text: str, source: str) -> Claim:
+    core = text.rstrip(".")
+    i = source.find(core)
+    if core and i >= 0:
+        return Claim(text=text, source=source, start=i, end=i + len(core))
+    return Claim(text=text, source=source)
+
+
+class LLMClaimExtractor:
+    """VeriScore-style extraction by any `llm(prompt) -> str`.
+
+    The answer is parsed as a bulleted or numbered list; "No verifiable claim" gives no
+    claims. An exception or an answer with no list falls back to the rule splitter and
+    says why in Extraction.fallback.
+    """
+
+    name = "llm"
+
+    def __init__(self, llm: LLM, fallback: Optional[RuleClaimExtractor] = None, max_claims: int = 12):
+        self.llm = llm
+        self.fallback = fallback or RuleClaimExtractor()
+        self.max_claims = max_claims
+
+    def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
+        try:
+            answer = self.llm(extraction_prompt(sentence, context=context, question=prompt))
+        except Exception as e:  # noqa: BLE001 - any LLM failure means "use the rules"
+            return self._fall_back(sentence, context, f"llm call failed: {type(e).__name__}: {e}")
+        parsed = parse_claim_list(answer if isinstance(answer, str) else "")
+        if parsed is None:
+            return self._fall_back(sentence, context, f"malformed llm answer: {str(answer)[:200]!r}")
+        claims = [_claim(_finish(t), sentence) for t in parsed[: self.max_claims]]
+        return Extraction(claims=claims, extractor=self.name)
+
+    def _fall_back(self, sentence: str, context: Optional[str], why: str) -> Extraction:
+        ex = self.fallback.extract(sentence, context=context)
+        return Extraction(claims=ex.claims, extractor=f"{self.name}->{ex.extractor}", fallback=why)

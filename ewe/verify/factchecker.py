@@ -1,0 +1,93 @@
+"""FactChecker: claim extractor + evidence source + checker backend, for one sentence
+at a time, as EWE's controller needs it (section 3.1).
+
+Backend and evidence failures never escape: they become verdicts with `error` set and
+label not_enough_evidence, and SentenceCheck.needs_rewrite stays False for them, so the
+controller keeps a sentence it could not check.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional, Sequence
+
+from .claims import RuleClaimExtractor
+from .protocols import Checker, ClaimExtractor, EvidenceSource, Extraction
+from .types import Evidence, SentenceCheck, Verdict, failed_verdicts
+
+
+class FactChecker:
+    """Checks sentences.
+
+    Args:
+        checker: the backend (AlignmentChecker, NLIChecker, LLMJudgeChecker, ...).
+        evidence: where passages come from; may be None when `check_sentence` is always
+            given `evidence=`.
+        extractor: claim extractor; the rule splitter by default.
+        k: passages per claim.
+        query_with_prompt: search with "prompt + claim" instead of the claim alone.
+    """
+
+    def __init__(self, checker: Checker, evidence: Optional[EvidenceSource] = None,
+                 extractor: Optional[ClaimExtractor] = None, k: int = 3, query_with_prompt: bool = False):
+        self.checker = checker
+        self.evidence = evidence
+        self.extractor = extractor or RuleClaimExtractor()
+        self.k = k
+        self.query_with_prompt = query_with_prompt
+
+    def check_sentence(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None,
+                       evidence: Optional[Sequence[Evidence | str]] = None) -> SentenceCheck:
+        """Extract claims from `sentence` (pronouns resolved from `context`), find
+        evidence per claim (or use `evidence` for every claim), and judge them."""
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        extraction = self._extract(sentence, context, prompt)
+        claims = extraction.claims
+        timings["extract"] = time.perf_counter() - t0
+        backend = getattr(self.checker, "name", type(self.checker).__name__)
+        verdicts: list[Verdict] = []
+        if claims:
+            t1 = time.perf_counter()
+            per_claim, err = self._evidence(claims, prompt, evidence)
+            timings["search"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            if err:
+                verdicts = failed_verdicts(claims, backend, err)
+            else:
+                verdicts = self._judge(claims, per_claim, backend)
+            timings["check"] = time.perf_counter() - t2
+        timings["total"] = time.perf_counter() - t0
+        return SentenceCheck(sentence=sentence, claims=claims, verdicts=verdicts, extractor=extraction.extractor,
+                             extraction_fallback=extraction.fallback, timings=timings)
+
+    def _extract(self, sentence, context, prompt) -> Extraction:
+        try:
+            return self.extractor.extract(sentence, context=context, prompt=prompt)
+        except Exception as e:  # noqa: BLE001 - a broken extractor must not stop generation
+            ex = RuleClaimExtractor().extract(sentence, context=context)
+            return Extraction(ex.claims, "rules", fallback=f"extractor failed: {type(e).__name__}: {e}")
+
+    def _evidence(self, claims, prompt, given):
+        if given is not None:
+            ev = [e if isinstance(e, Evidence) else Evidence(text=e) for e in given]
+            return [list(ev) for _ in claims], None
+        if self.evidence is None:
+            return None, "no evidence source configured"
+        queries = [f"{prompt.strip()} {c.text}" if self.query_with_prompt and prompt else c.text for c in claims]
+        try:
+            found = self.evidence.search(queries, self.k)
+            if len(found) != len(claims):
+                raise ValueError(f"evidence source returned {len(found)} lists for {len(claims)} queries")
+            return [list(f) for f in found], None
+        except Exception as e:  # noqa: BLE001
+            return None, f"evidence search failed: {type(e).__name__}: {e}"
+
+    def _judge(self, claims, per_claim, backend) -> list[Verdict]:
+        try:
+            verdicts = list(self.checker.check_claims(claims, per_claim))
+        except Exception as e:  # noqa: BLE001
+            return failed_verdicts(claims, backend, f"backend failed: {type(e).__name__}: {e}", per_claim)
+        if len(verdicts) != len(claims) or not all(isinstance(v, Verdict) for v in verdicts):
+            return failed_verdicts(claims, backend, f"backend returned {len(verdicts)} verdicts for {len(claims)} claims",
+                                   per_claim)
+        return verdicts

@@ -1,0 +1,174 @@
+"""Surface analysis shared by the claim splitter, the alignment checker and the
+labelled-set builder: sentences (pysbd), numbers, capitalized names, negation.
+
+Deliberately shallow (regular expressions, word lists): it must run anywhere with no
+model, and every rule is one a test can pin down.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# --- sentences -----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+
+@functools.lru_cache(maxsize=20000)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each sentence in `text`, trailing whitespace excluded."""
+    spans = []
+    for s in _segmenter().segment(text):
+        start, end = s.start, s.end
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        while start < end and text[start].isspace():
+            start += 1
+        if end > start:
+            spans.append((start, end))
+    return tuple(spans)
+
+
+def split_sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in sentence_spans(text)]
+
+
+# --- words -----------------------------------------------------------------------
+
+WORD_RE = re.compile(r"[^\W_](?:[\w'’]*[^\W_])?")
+
+
+def fold(word: str) -> str:
+    """Lowercase, accents stripped, possessive and plural -s dropped: the key under
+    which a claim's word is looked up in evidence."""
+    w = unicodedata.normalize("NFKD", word)
+    w = "".join(ch for ch in w if not unicodedata.combining(ch)).lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    elif w.endswith("'"):
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    return w
+
+
+def words(text: str) -> list[str]:
+    return WORD_RE.findall(text)
+
+
+def word_keys(text: str) -> set[str]:
+    return {fold(w) for w in words(text)}
+
+
+# Capitalized words that are not names (sentence-initial function words, pronouns).
+NOT_NAMES = frozenset(
+    """a an the this that these those he she it they we i you his her its their our my your
+    in on at of to for from by with as into onto upon about after before during since until
+    while when where whereas although though because if unless and or but nor so yet also
+    there here then thus however moreover furthermore today later early some many most all
+    both each every one other such several another what which who whom whose how why
+    is was are were be been has have had do does did not no never""".split()
+)
+
+STOPWORDS = NOT_NAMES | frozenset(
+    """can could will would shall should may might must being having than more less very
+    only just over under between among through against within without along across
+    including include includes included known called became become becomes first second""".split()
+)
+
+
+def name_words(text: str) -> list[str]:
+    """Capitalized words that look like parts of names (Curie, Warsaw, Nobel, NASA)."""
+    out = []
+    for w in words(text):
+        if w[0].isupper() and not w[0].isdigit() and w.lower() not in NOT_NAMES:
+            out.append(w)
+    return out
+
+
+def content_keys(text: str) -> set[str]:
+    """Folded words that carry content: not stopwords, not numbers."""
+    return {fold(w) for w in words(text) if w.lower() not in STOPWORDS and not w[0].isdigit()}
+
+
+# --- numbers ---------------------------------------------------------------------
+
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
+}
+# "one" is mostly a pronoun ("one of the ..."): not read as a number.
+_COUNT_WORDS = {k: v for k, v in NUMBER_WORDS.items() if k not in ("one", "zero", "hundred", "dozen")}
+
+NUMBER_RE = re.compile(
+    r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<suffix>st|nd|rd|th|s)?(?![\w])"
+    r"|(?<![\w-])(?P<word>" + "|".join(sorted(_COUNT_WORDS, key=len, reverse=True)) + r")(?![\w])",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number mentioned in text. `kind`: year (1000-2099 written as 4 digits),
+    ordinal (20th), decade (1950s), word (two), or number."""
+
+    raw: str
+    value: float
+    kind: str
+    start: int
+    end: int
+
+    @property
+    def key(self) -> str:
+        v = self.value
+        return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+def numbers(text: str) -> list[Number]:
+    out = []
+    for m in NUMBER_RE.finditer(text):
+        if m.group("word"):
+            out.append(Number(m.group(0), float(_COUNT_WORDS[m.group("word").lower()]), "word", m.start(), m.end()))
+            continue
+        digits = m.group("num")
+        suffix = (m.group("suffix") or "").lower()
+        value = float(digits.replace(",", ""))
+        if suffix in ("st", "nd", "rd", "th"):
+            kind = "ordinal"
+        elif suffix == "s":
+            kind = "decade"
+        elif re.fullmatch(r"1\d{3}|20\d{2}", digits):
+            kind = "year"
+        else:
+            kind = "number"
+        out.append(Number(m.group(0), value, kind, m.start(), m.end()))
+    return out
+
+
+def number_keys(text: str) -> set[str]:
+    return {n.key for n in numbers(text)}
+
+
+# --- negation --------------------------------------------------------------------
+
+NEGATION_RE = re.compile(
+    r"\b(?:not|never|no|none|nobody|nothing|neither|nor|cannot|without)\b|n[’']t\b", re.IGNORECASE
+)
+
+
+def negation_count(text: str) -> int:
+    return len(NEGATION_RE.findall(text))
+
+
+def is_negated(text: str) -> bool:
+    return negation_count(text) > 0
