@@ -168,3 +168,18 @@ def test_cli_reports_every_bad_input_line(cli_ewe, tmp_path, capsys):
 def test_cli_config_error_is_clean(capsys):
     assert cli.main(["generate", "hi", "--unit-tokens", "3"]) == 2
     assert "memory.unit_tokens" in capsys.readouterr().err
+
+
+def test_any_local_causal_lm_loads_by_path(tmp_path):
+    """A Hugging Face checkpoint folder (safetensors) loads through the same API as the embedded default."""
+    from ewe import EWE
+    from tiny import tiny_model, tiny_tokenizer
+
+    tiny_model(seed=1).save_pretrained(tmp_path / "tiny")
+    tiny_tokenizer().save_pretrained(tmp_path / "tiny")
+    assert (tmp_path / "tiny" / "model.safetensors").exists()
+    ewe = EWE.from_config({"model": {"name": str(tmp_path / "tiny")}, "memory": {"unit_tokens": 24},
+                           "retrieval": {"source": None}})
+    assert ewe.load_report.from_cache and ewe.model.config._attn_implementation == "ewe"
+    r = ewe.generate("Paris?", passages=[PASSAGE], max_new_tokens=3)
+    assert r.stats["memory_units"] == 1 and len(r.token_ids) <= 3
