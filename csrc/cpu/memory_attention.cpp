@@ -306,25 +306,6 @@ void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R
 }
 
 // Raw pointers and element strides of every argument.
-template <typename scalar_t>
-struct Params {
-  int64_t B, Hq, Hkv, G, Q, L, N, D;
-  float scale;
-  const scalar_t* q;
-  int64_t q_sb, q_sh, q_sq;
-  const scalar_t *k, *v, *mk, *mv;
-  int64_t k_sb, k_sh, k_sl, v_sb, v_sh, v_sl;
-  int64_t mk_sb, mk_sh, mk_sl, mv_sb, mv_sh, mv_sl;
-  const float* mbias;  // nullptr: no memory padding
-  int64_t mb_sb;       // mem_bias is contiguous along N (checked)
-  const float* logw;   // [B]
-  const float* cbias;  // nullptr: causal
-  int64_t cb_sb, cb_sq;
-  scalar_t* out;       // [B, Q, Hq, D] contiguous
-  float* part_out;     // [B*Q*Hq, splits, D] when splits > 1
-  float* part_lse;     // [B*Q*Hq, splits]
-  int64_t q_block, n_qblocks, splits;
-};
 
 // Per-thread scratch, sized for the largest work item.
 struct Scratch {
@@ -633,30 +614,8 @@ void launch(const AttentionShape& s, const at::Tensor& query, const at::Tensor& 
             const at::Tensor& mem_key, const at::Tensor& mem_value, const c10::optional<at::Tensor>& mem_bias,
             const at::Tensor& log_ctx_weight, const c10::optional<at::Tensor>& ctx_bias, double scale,
             at::Tensor& out) {
-  Params<scalar_t> p{};
-  p.B = s.B, p.Hq = s.Hq, p.Hkv = s.Hkv, p.G = s.G, p.Q = s.Q, p.L = s.L, p.N = s.N, p.D = s.D;
-  p.scale = static_cast<float>(scale);
-  p.q = query.const_data_ptr<scalar_t>();
-  p.q_sb = query.stride(0), p.q_sh = query.stride(1), p.q_sq = query.stride(2);
-  p.k = key.const_data_ptr<scalar_t>();
-  p.k_sb = key.stride(0), p.k_sh = key.stride(1), p.k_sl = key.stride(2);
-  p.v = value.const_data_ptr<scalar_t>();
-  p.v_sb = value.stride(0), p.v_sh = value.stride(1), p.v_sl = value.stride(2);
-  p.mk = mem_key.const_data_ptr<scalar_t>();
-  p.mk_sb = mem_key.stride(0), p.mk_sh = mem_key.stride(1), p.mk_sl = mem_key.stride(2);
-  p.mv = mem_value.const_data_ptr<scalar_t>();
-  p.mv_sb = mem_value.stride(0), p.mv_sh = mem_value.stride(1), p.mv_sl = mem_value.stride(2);
-  if (mem_bias.has_value() && s.N > 0) {
-    p.mbias = mem_bias->const_data_ptr<float>();
-    p.mb_sb = mem_bias->stride(0);
-  }
-  p.logw = log_ctx_weight.const_data_ptr<float>();
-  if (ctx_bias.has_value()) {
-    p.cbias = ctx_bias->const_data_ptr<float>();
-    p.cb_sb = ctx_bias->size(0) == 1 ? 0 : ctx_bias->stride(0);
-    p.cb_sq = ctx_bias->stride(2);
-  }
-  p.out = out.mutable_data_ptr<scalar_t>();
+  Params<scalar_t> p =
+      make_params<scalar_t>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale, out);
   run_kernel(p);
 }
 
