@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import torch
@@ -18,33 +17,18 @@ from .engine import DecodingSession, Sampler, decode
 from .memory import MemoryState, UnitEncoder, WorkingMemory
 from .modeling import patch_model
 from .models import load_model
-
-
-@dataclass
-class GenerationResult:
-    """One prompt's answer, with what produced it."""
-
-    prompt: str
-    text: str
-    token_ids: list[int]
-    logprobs: list[float]
-    finish_reason: str
-    memory: dict = field(default_factory=dict)  # pool -> unit descriptions
-    retrieved: list = field(default_factory=list)  # passages retrieved for the prompt: id, title, score
-    stats: dict = field(default_factory=dict)  # token counts, timings, memory footprint
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+from .result import GenerationResult
 
 
 class EWE:
     """A causal LM whose attention reads a working memory (EWE, eq. 1)."""
 
-    def __init__(self, model, tokenizer, config: EWEConfig | None = None, datastore=None):
+    def __init__(self, model, tokenizer, config: EWEConfig | None = None, datastore=None, fact_checker=None):
         self.config = config or EWEConfig()
         self.model = model
         self.tokenizer = tokenizer
         self._datastore = datastore
+        self._fact_checker = fact_checker
         patch_model(model)
         mem, ret = self.config.memory, self.config.retrieval
         if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
@@ -99,6 +83,32 @@ class EWE:
             return prompt
         listed = "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
         return f"Relevant passages:\n{listed}\n\n{prompt}"
+
+    def fact_checker(self):
+        """The configured FactChecker (checker section), with this datastore as its evidence."""
+        if self._fact_checker is None:
+            from .retrieval.evidence import DatastoreEvidence
+            from .verify.factory import build_fact_checker
+
+            evidence = DatastoreEvidence(self.datastore) if self.datastore is not None else None
+            self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
+                                                    device=self.config.model.device)
+        return self._fact_checker
+
+    def check(self, sentence: str, prompt: str | None = None, context: str | None = None, evidence=None):
+        """Fact-check one sentence (claims, evidence, verdicts) with the configured checker."""
+        if not isinstance(sentence, str) or not sentence.strip():
+            raise ValueError("sentence is empty")
+        return self.fact_checker().check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
+
+    def as_llm(self, max_new_tokens: int = 256):
+        """This model as a text-in, text-out function (greedy, no memory, no pauses)."""
+        dec = self._decoding(max_new_tokens=max_new_tokens, temperature=0.0)
+
+        def llm(prompt: str) -> str:
+            return self._generate_batch([prompt], [[]], dec)[0].text
+
+        return llm
 
     def new_memory(self) -> WorkingMemory:
         """An empty working memory with this configuration's pools, sharing the unit encoder."""
@@ -208,6 +218,17 @@ class EWE:
         """
         single, prompts, rows = self._check_prompts(prompt, passages)
         dec = self._decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        if self.config.controller.active:
+            from .controller import Controller
+
+            controller = Controller(self, self._fact_checker)
+            results = [controller.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        else:
+            results = self._generate_batch(prompts, rows, dec)
+        return results[0] if single else results
+
+    def _generate_batch(self, prompts: list[str], rows, dec: DecodingConfig) -> list[GenerationResult]:
+        """Plain memory-augmented decoding of a batch: no pauses."""
         t0 = time.perf_counter()
         retrieved = [[] for _ in prompts]
         if rows is None:
@@ -257,10 +278,11 @@ class EWE:
                         "retrieve_encode_s": round(t1 - t0, 4),
                         "prefill_s": round(t2 - t1, 4),
                         "decode_s": round(t3 - t2, 4),
+                        "total_s": round(t3 - t0, 4),
                     },
                 )
             )
-        return results[0] if single else results
+        return results
 
     def _left_pad(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(r) for r in ids)

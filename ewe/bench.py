@@ -84,3 +84,10 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     r = which.add_parser("retrieval", help="embedded Wikipedia datastore: build, search latency, recall of ANN indexes")
     add_retrieval_arguments(r)
     r.set_defaults(func=lambda args: run_retrieval_bench(args) and 0)
+
+    from .memory.bench import add_bench_arguments as add_refresh_arguments, run_refresh_bench
+
+    f = which.add_parser("refresh", help="memory refresh and backtrack vs a re-prompting method's re-prefill")
+    add_refresh_arguments(f)
+    add_model_options(f)
+    f.set_defaults(func=lambda args: run_refresh_bench(args, load_ewe), **{"memory.unit_tokens": 128})

@@ -33,12 +33,32 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--temperature", dest="decoding.temperature", type=float, help="0 is greedy")
     d.add_argument("--top-p", dest="decoding.top_p", type=float)
     d.add_argument("--seed", dest="decoding.seed", type=int)
+    c = p.add_argument_group("controller (pauses, checks, rewrites)")
+    c.add_argument("--retrieval-trigger", dest="controller.retrieval_trigger",
+                   choices=["never", "interval", "entropy", "min_prob"])
+    c.add_argument("--retrieval-interval", dest="controller.retrieval_interval", type=int, help="T_r in tokens")
+    c.add_argument("--verify-trigger", dest="controller.verify_trigger",
+                   choices=["never", "interval", "entropy", "min_prob"])
+    c.add_argument("--verify-interval", dest="controller.verify_interval", type=int, help="T_v in tokens")
+    c.add_argument("--checker", dest="checker.backend", choices=["alignment", "nli", "llm_judge", "http"])
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any configuration value, e.g. --set controller.max_retries=1 (YAML syntax; repeatable)")
 
 
 def _overrides(args) -> dict:
+    import yaml
+
     out = {k: v for k, v in vars(args).items() if "." in k and v is not None}
     if out.get("retrieval.source") == "__none__":
         out["retrieval.source"] = None
+    for item in getattr(args, "set", []) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or "." not in key:
+            raise SystemExit(f"ewe: --set {item!r}: expected SECTION.KEY=VALUE, e.g. controller.max_retries=1")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            raise SystemExit(f"ewe: --set {item!r}: the value is not valid YAML ({e})") from None
     return out
 
 
@@ -46,51 +66,6 @@ def _load_ewe(args):
     from .api import EWE
 
     return EWE.from_config(args.config, **_overrides(args))
-
-
-def _read_prompts(path: Path) -> list[dict]:
-    """Every line of a prompts JSONL, checked before any generation; all bad lines reported at once."""
-    if not path.exists():
-        raise SystemExit(f"ewe: --input {path}: no such file")
-    rows, errors, seen = [], [], set()
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            errors.append(f"{path}:{n}: not JSON ({e.msg})")
-            continue
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
-            errors.append(f"{path}:{n}: needs a non-empty string field \"prompt\"")
-            continue
-        passages = row.get("passages", [])
-        if not isinstance(passages, list) or not all(isinstance(x, str) and x.strip() for x in passages):
-            errors.append(f"{path}:{n}: \"passages\" must be a list of non-empty strings")
-            continue
-        row["id"] = str(row.get("id", n))
-        if row["id"] in seen:
-            errors.append(f"{path}:{n}: duplicate id {row['id']!r}")
-            continue
-        seen.add(row["id"])
-        rows.append(row)
-    if errors:
-        raise SystemExit("ewe: bad input lines:\n  " + "\n  ".join(errors))
-    if not rows:
-        raise SystemExit(f"ewe: --input {path} holds no prompts")
-    return rows
-
-
-def _finished_ids(path: Path) -> set[str]:
-    """Ids already in the output file, so a rerun resumes; a torn last line is ignored."""
-    done = set()
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                done.add(str(json.loads(line)["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue
-    return done
 
 
 def cmd_generate(args) -> int:
@@ -115,9 +90,11 @@ def cmd_generate(args) -> int:
                 print(f"[retrieved {hit['score']:.3f}] {hit['title']}", file=sys.stderr)
             print(result.text)
         return 0
-    rows = _read_prompts(Path(args.input))
+    from .runner import finished_ids, read_prompts
+
+    rows = read_prompts(Path(args.input))
     out = Path(args.output)
-    done = _finished_ids(out)
+    done = finished_ids(out)
     todo = [r for r in rows if r["id"] not in done]
     if done:
         print(f"ewe: resuming: {len(rows) - len(todo)} of {len(rows)} prompts already in {out}", file=sys.stderr)
@@ -128,6 +105,40 @@ def cmd_generate(args) -> int:
             f.write(json.dumps({"id": row["id"], **result.to_dict()}, ensure_ascii=False) + "\n")
             f.flush()
             bar.update(1)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .runner import RunError, print_summary, run
+
+    if not args.config:
+        raise SystemExit("ewe run: --config is required (configs/ewe.yaml, rag.yaml, flare.yaml, ra.yaml, bare.yaml)")
+    try:
+        ewe = _load_ewe(args)
+        summary = run(ewe, Path(args.input), Path(args.output), limit=args.limit, force=args.force,
+                      show_trace=args.show_trace)
+    except RunError as e:
+        raise SystemExit(f"ewe run: {e}") from None
+    print_summary(summary)
+    return 0
+
+
+def cmd_check(args) -> int:
+    ewe = _load_ewe(args)
+    evidence = list(args.evidence or []) or None
+    check = ewe.check(args.sentence, prompt=args.prompt, context=args.context, evidence=evidence)
+    if args.json:
+        print(json.dumps(check.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    verdict = "needs rewrite" if check.needs_rewrite else ("factual" if check.factual else "kept (check incomplete)")
+    print(f"{verdict}: {check.sentence}")
+    for v in check.verdicts:
+        print(f"  [{v.label} {v.score:.2f}] {v.claim.text}" + (f"  (error: {v.error})" if v.error else ""))
+        for e in v.evidence[:2]:
+            text = e.text if len(e.text) < 160 else e.text[:157] + "..."
+            print(f"      <- {e.title or 'given'} ({e.score:.2f}): {text}")
+    if not check.claims:
+        print("  no checkable claim found")
     return 0
 
 
@@ -145,6 +156,27 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print the whole result as JSON")
     _add_model_options(g)
     g.set_defaults(func=cmd_generate)
+
+    r = sub.add_parser("run", help="long-form generation over a prompt file with a method's configuration",
+                       description="Run a configuration (configs/ewe.yaml, rag.yaml, flare.yaml, ra.yaml, bare.yaml) "
+                       "over a JSONL of prompts; one result line per prompt is appended as it finishes, and a rerun "
+                       "skips finished ids.")
+    r.add_argument("--input", required=True, help='JSONL of prompts: {"id", "prompt", "passages"?} per line')
+    r.add_argument("--output", required=True, help="JSONL of results (text, trace, stats), appended")
+    r.add_argument("--limit", type=int, help="only the first N prompts")
+    r.add_argument("--force", action="store_true", help="append even if the output was made with another config")
+    r.add_argument("--show-trace", action="store_true", help="print each prompt's trace as it finishes")
+    _add_model_options(r)
+    r.set_defaults(func=cmd_run)
+
+    k = sub.add_parser("check", help="fact-check a sentence against the datastore with the configured checker")
+    k.add_argument("sentence")
+    k.add_argument("--prompt", help="the question the sentence answers (claims may name its subject)")
+    k.add_argument("--context", help="text before the sentence (resolves 'she', 'it')")
+    k.add_argument("--evidence", action="append", help="check against this passage instead of retrieving (repeatable)")
+    k.add_argument("--json", action="store_true")
+    _add_model_options(k)
+    k.set_defaults(func=cmd_check)
 
     from .bench import add_bench_commands
 

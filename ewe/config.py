@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class ConfigError(ValueError):
@@ -60,11 +60,101 @@ class DecodingConfig(_Section):
     system_prompt: str | None = Field(None, description="None keeps the chat template's default")
 
 
+Trigger = Literal["never", "interval", "entropy", "min_prob"]
+FeedbackForm = Literal["refuting", "supporting", "instruction"]
+
+
+class ControllerConfig(_Section):
+    """When to pause, and what a pause may do (EWE section 3.1, appendices B and D).
+
+    A pause happens only for a complete sentence not yet seen by that kind of pause.
+    "interval" pauses every N generated tokens (the paper's T_r, T_v); "entropy" pauses
+    for a sentence whose mean token entropy exceeds `entropy_threshold`; "min_prob" for
+    one whose least likely token has probability below `min_prob_threshold`.
+    """
+
+    retrieval_trigger: Trigger = Field("never", description="when to refresh the retrieval pool")
+    retrieval_interval: int = Field(1, ge=1, le=100_000, description="T_r, tokens between retrieval pauses")
+    verify_trigger: Trigger = Field("never", description="when to fact-check new sentences")
+    verify_interval: int = Field(8, ge=1, le=100_000, description="T_v, tokens between verification pauses")
+    entropy_threshold: float = Field(2.5, ge=0.0, description="nats; higher pauses less often")
+    min_prob_threshold: float = Field(0.1, gt=0.0, le=1.0, description="higher pauses more often")
+    rewrite_on_retrieval: bool = Field(
+        False, description="FLARE-style: regenerate the sentence that triggered a retrieval pause, once"
+    )
+    feedback: list[FeedbackForm] = Field(
+        default_factory=lambda: ["refuting", "supporting"],
+        description="feedback forms put into the feedback pool after a failed check, first = kept first "
+        "(table 4: refuting = passages judging a claim unsupported, supporting = passages judging one supported, "
+        "instruction = 'Please refrain from ...')",
+    )
+    max_retries: int = Field(2, ge=0, le=20, description="rewrites of one sentence before giving up on it; "
+                             "a rewrite identical to an earlier attempt ends the retries at once")
+    retry_temperature: float | None = Field(
+        None, gt=0.0, le=10.0, description="sample rewrites at this temperature (null: the decoding settings, "
+        "so a greedy rewrite changes only through the new memory)"
+    )
+    retry_top_p: float = Field(0.9, gt=0.0, le=1.0)
+    on_retries_exhausted: Literal["keep_best", "keep_last", "drop"] = Field(
+        "keep_best", description="keep the attempt with the fewest unsupported claims, the last one, or none"
+    )
+    max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
+    max_total_tokens: int | None = Field(
+        None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"
+    )
+
+    @property
+    def active(self) -> bool:
+        return self.retrieval_trigger != "never" or self.verify_trigger != "never"
+
+
+class CheckerConfig(_Section):
+    """The fact-checker: claim extraction, evidence from the datastore, a verdict backend."""
+
+    backend: Literal["alignment", "nli", "llm_judge", "http"] = Field(
+        "alignment", description="alignment: offline default; nli: a local HF NLI checkpoint; "
+        "llm_judge: the generator (or http) as judge; http: an OpenAI-compatible endpoint"
+    )
+    extractor: Literal["rules", "llm"] = Field("rules", description="claim extraction; llm falls back to rules")
+    llm: Literal["generator", "http"] = Field("generator", description="the model behind the llm extractor / judge")
+    evidence_k: int = Field(3, ge=1, le=50, description="passages retrieved per claim")
+    query_with_prompt: bool = Field(False, description="search evidence with prompt + claim")
+    nli_model: str | None = Field(None, description="local folder of a sequence-classification NLI model")
+    nli_label_map: dict[str, str] | None = Field(None, description="model label -> supported|unsupported|not_enough_evidence")
+    http_base_url: str | None = None
+    http_model: str | None = None
+    http_api_key_env: str | None = "OPENAI_API_KEY"
+    http_timeout_s: float = Field(30.0, gt=0, le=600)
+    http_retries: int = Field(2, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _backend_needs(self):
+        if self.backend == "nli" and not self.nli_model:
+            raise ValueError("checker.backend 'nli' needs checker.nli_model (a local checkpoint folder)")
+        uses_http = self.backend == "http" or (self.llm == "http" and (self.backend == "llm_judge" or self.extractor == "llm"))
+        if uses_http and not (self.http_base_url and self.http_model):
+            raise ValueError("an http checker needs checker.http_base_url and checker.http_model")
+        return self
+
+
 class EWEConfig(_Section):
     model: ModelConfig = ModelConfig()
     memory: MemoryConfig = MemoryConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     decoding: DecodingConfig = DecodingConfig()
+    controller: ControllerConfig = ControllerConfig()
+    checker: CheckerConfig = CheckerConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        ctl = self.controller
+        if ctl.active and self.retrieval.placement == "prompt":
+            raise ValueError("controller pauses need retrieval.placement 'memory' (feedback goes into memory units)")
+        if ctl.retrieval_trigger != "never" and self.retrieval.source is None:
+            raise ValueError("controller.retrieval_trigger needs a retrieval.source")
+        if ctl.retrieval_trigger != "never" and self.memory.retrieval_units == 0:
+            raise ValueError("controller.retrieval_trigger needs memory.retrieval_units >= 1")
+        return self
 
     @classmethod
     def build(cls, data: dict | None = None, **overrides) -> "EWEConfig":
@@ -99,8 +189,12 @@ def format_errors(e: ValidationError) -> str:
     lines = []
     for err in e.errors():
         where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "value_error" and not isinstance(err["input"], (str, int, float, bool, type(None))):
+            lines.append(f"{where + ': ' if where else ''}{msg}")  # a cross-field check: the input is a whole section
+            continue
         given = f" (got {err['input']!r})" if err["type"] != "missing" else ""
-        lines.append(f"{where}: {err['msg']}{given}")
+        lines.append(f"{where}: {msg}{given}")
     return "invalid configuration: " + "; ".join(lines)
 
 

@@ -65,24 +65,42 @@ class DecodingSession:
     @torch.inference_mode()
     def step(self, next_ids: torch.Tensor) -> torch.Tensor:
         """Append one token per row [B]; return the next logits [B, V]."""
-        next_ids = next_ids.view(-1, 1).to(self.device)
-        self.tokens = torch.cat([self.tokens, next_ids], dim=1)
-        self.valid = torch.cat([self.valid, torch.ones_like(next_ids)], dim=1)
-        return self._forward(next_ids, self._positions(self.length - 1))
+        return self.extend(next_ids.view(-1, 1))
+
+    @torch.inference_mode()
+    def extend(self, ids: torch.Tensor) -> torch.Tensor:
+        """Append tokens [B, n] in one forward pass; return the logits after the last [B, V]."""
+        ids = ids.to(self.device)
+        start = self.length
+        self.tokens = torch.cat([self.tokens, ids], dim=1)
+        self.valid = torch.cat([self.valid, torch.ones_like(ids)], dim=1)
+        return self._forward(ids, self._positions(start))
+
+    def crop(self, length: int) -> None:
+        """Keep the first `length` context tokens, dropping the rest from the cache (no forward pass).
+
+        The logits after the kept text are not known afterwards: feed a token next, or use
+        `truncate`, which also recomputes them.
+        """
+        if not 0 <= length <= self.length:
+            raise ValueError(f"crop length={length} must be between 0 and the context length {self.length}")
+        if length < self.length:
+            self.cache.crop(-(self.length - length))  # transformers 5 crops by a negative count
+        self.tokens = self.tokens[:, :length]
+        self.valid = self.valid[:, :length]
 
     @torch.inference_mode()
     def truncate(self, length: int) -> torch.Tensor:
         """Keep the first `length` context tokens and return the logits that follow them [B, V].
 
         The cache is cropped to length-1 and the last kept token is run again, which
-        yields its logits and leaves the cache exactly as a fresh run would.
+        yields its logits under the memory now set and leaves the cache exactly as a
+        fresh run would (the cost of one decoding step).
         """
         if not 1 <= length <= self.length:
             raise ValueError(f"truncate length={length} must be between 1 and the context length {self.length}")
-        self.cache.crop(-(self.length - (length - 1)))  # transformers 5 crops by a negative count
         last = self.tokens[:, length - 1]
-        self.tokens = self.tokens[:, : length - 1]
-        self.valid = self.valid[:, : length - 1]
+        self.crop(length - 1)
         return self.step(last)
 
     @torch.inference_mode()

@@ -1,0 +1,318 @@
+"""EWE's controller: decode, pause, refresh memory, fact-check, backtrack (section 3.1).
+
+One prompt at a time. Each sampled token is first added to the text; pauses due at that
+point run before the token is fed to the model, so the token and everything after it
+see a refreshed memory, while the context already in the cache is kept (the paper's
+refresh, DESIGN.md section 2). A sentence that fails its check is removed by cropping
+the cache to its first token, the checker's feedback enters the feedback pool, and the
+sentence is written again; retries per sentence and backtracks per prompt are bounded.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from ..engine import DecodingSession, Sampler
+from ..result import GenerationResult
+from .feedback import feedback_messages
+from .schedule import PauseSchedule
+from .sentences import Sentence, SentenceTracker
+from .trace import Trace
+
+
+@dataclass
+class Attempt:
+    """One written version of the sentence starting at a given token."""
+
+    tokens: list[int]
+    logprobs: list[float]
+    entropies: list[float]
+    text: str
+    unsupported: int
+
+
+def _hits(hits) -> list[dict]:
+    return [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits]
+
+
+def _check_event(check) -> dict:
+    return {
+        "sentence": check.sentence,
+        "needs_rewrite": check.needs_rewrite,
+        "extractor": check.extractor,
+        "extraction_fallback": check.extraction_fallback,
+        "verdicts": [
+            {
+                "claim": v.claim.text,
+                "label": v.label,
+                "score": round(v.score, 4),
+                "error": v.error,
+                "rationale": v.rationale,
+                "evidence": [{"title": e.title, "score": round(float(e.score), 4), "text": e.text} for e in v.evidence[:2]],
+            }
+            for v in check.verdicts
+        ],
+        "seconds": {k: round(v, 4) for k, v in check.timings.items()},
+    }
+
+
+class ControlledRun:
+    """The state of one prompt's controlled generation (built and run by `Controller.run`)."""
+
+    def __init__(self, ewe, fact_checker, prompt: str, dec, passages: list[str] | None):
+        self.ewe, self.checker, self.prompt, self.dec = ewe, fact_checker, prompt, dec
+        self.cfg = ewe.config.controller
+        self.trace = Trace()
+        self.memory = ewe.new_memory()
+        self.tracker = SentenceTracker(ewe.tokenizer)
+        c = self.cfg
+        self.schedules = {
+            "retrieval": PauseSchedule("retrieval", c.retrieval_trigger, c.retrieval_interval, c.entropy_threshold,
+                                       c.min_prob_threshold),
+            "verification": PauseSchedule("verification", c.verify_trigger, c.verify_interval, c.entropy_threshold,
+                                          c.min_prob_threshold),
+        }
+        self.attempts: dict[int, list[Attempt]] = {}
+        self.settled: set[tuple[int, tuple[int, ...]]] = set()  # sentences kept after their retries ran out
+        self.rewritten_after_retrieval: set[int] = set()
+        self.checks: dict[tuple[int, str], dict] = {}  # last check of each (start, text)
+        self.backtracks = 0
+        self.decoded = 0
+        self.seconds = {"retrieve": 0.0, "encode": 0.0, "check": 0.0}
+        self.retrieved: list[dict] = []
+        self.initial_passages = passages
+
+    # -- memory ------------------------------------------------------------------------
+
+    def _memory_changed(self, why: str) -> None:
+        if self.session is not None:
+            self.session.set_memory(self.memory.state(), reencode=self.ewe.config.memory.reencode_context)
+        self.trace.add("memory", why=why, pools=self.memory.describe(), units=len(self.memory))
+
+    def _add_units(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # feedback longer than M is cut to the unit size on purpose
+            change = self.memory.add(texts, pool=pool, meta=meta)
+        self.seconds["encode"] += time.perf_counter() - t0
+        if change["added"] or change["evicted"]:
+            self._memory_changed(why)
+        return change
+
+    def _retrieve(self, query: str, why: str) -> list:
+        t0 = time.perf_counter()
+        hits = self.ewe.retrieve([query])[0]
+        t1 = time.perf_counter()
+        self.seconds["retrieve"] += t1 - t0
+        change = {"added": [], "evicted": [], "present": []}
+        if hits:
+            meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
+            change = self._add_units([h.text for h in hits], "retrieval", meta, f"retrieval ({why})")
+        self.trace.add("retrieve", why=why, query=query, hits=_hits(hits), added=change["added"],
+                       evicted=change["evicted"], present=change["present"],
+                       seconds={"search": round(t1 - t0, 4), "encode": round(time.perf_counter() - t1, 4)})
+        return hits
+
+    # -- backtracking --------------------------------------------------------------------
+
+    def _backtrack(self, start: int, why: str, attempt: int, feedback: list[dict]) -> torch.Tensor:
+        removed_tokens = len(self.tracker.tokens) - start
+        removed = self.tracker.truncate(start)
+        for sched in self.schedules.values():
+            sched.forget_from(start)
+        self.attempts = {s: a for s, a in self.attempts.items() if s <= start}
+        self.backtracks += 1
+        self.trace.add("backtrack", why=why, start_token=start, removed_tokens=removed_tokens, removed_text=removed,
+                       attempt=attempt, feedback=[{k: f[k] for k in ("form", "title", "text")} for f in feedback])
+        return self.session.truncate(self.prompt_len + start)
+
+    def _on_failed(self, sentence: Sentence, check) -> torch.Tensor | None:
+        """Decide what happens to a sentence that failed its check; logits if the text changed."""
+        history = self.attempts.setdefault(sentence.start, [])
+        t = self.tracker
+        history.append(Attempt(t.tokens[sentence.start:sentence.end], t.logprobs[sentence.start:sentence.end],
+                               t.entropies[sentence.start:sentence.end], sentence.text, len(check.nonfactual_claims)))
+        feedback = feedback_messages(check, self.cfg.feedback, self.memory.pools["feedback"].capacity)
+        if self.backtracks >= self.cfg.max_backtracks:
+            self.trace.add("retries_exhausted", policy="keep (backtrack budget spent)", kept=sentence.text,
+                           attempts=len(history))
+            return None
+        if feedback:
+            self._add_units([f["text"] for f in feedback], "feedback",
+                            [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
+        repeated = next((i for i, a in enumerate(history[:-1], 1) if a.tokens == history[-1].tokens), None)
+        if len(history) <= self.cfg.max_retries and repeated is None:
+            self.rewriting = sentence.start
+            return self._backtrack(sentence.start, "unsupported claims", len(history), feedback)
+        policy = self.cfg.on_retries_exhausted
+        if policy == "drop":
+            self.trace.add("retries_exhausted", policy="drop", kept="", attempts=len(history),
+                           why=f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up")
+            return self._backtrack(sentence.start, "retries exhausted: dropped", len(history), feedback)
+        best = history[-1]
+        if policy == "keep_best":
+            best = min(reversed(history), key=lambda a: a.unsupported)  # ties: the latest attempt
+        self.settled.add((sentence.start, tuple(best.tokens)))
+        self.trace.add("retries_exhausted", policy=policy, kept=best.text, attempts=len(history),
+                       unsupported=[a.unsupported for a in history],
+                       why=f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up")
+        if best is history[-1]:
+            return None
+        logits = self._backtrack(sentence.start, "retries exhausted: restoring the best attempt", len(history), [])
+        self.tracker.extend(best.tokens, best.logprobs, best.entropies)
+        return self.session.extend(torch.tensor([best.tokens]))
+
+    # -- pauses ---------------------------------------------------------------------------
+
+    def _pauses(self, final: bool) -> torch.Tensor | None:
+        """Run the pauses due now; logits when the text was changed (a backtrack)."""
+        sentences, reason = self.schedules["retrieval"].due(final)
+        if sentences and not final:
+            s = sentences[-1]
+            self.trace.add("pause", kind="retrieval", reason=reason, sentence=s.text)
+            self._retrieve(f"{self.prompt} {s.text}", "pause")
+            if (self.cfg.rewrite_on_retrieval and s.start not in self.rewritten_after_retrieval
+                    and self.backtracks < self.cfg.max_backtracks):
+                self.rewritten_after_retrieval.add(s.start)
+                return self._backtrack(s.start, "rewrite after retrieval", 1, [])
+        sentences, reason = self.schedules["verification"].due(final)
+        for s in sentences:
+            self.trace.add("pause", kind="verification", reason=reason, sentence=s.text)
+            t0 = time.perf_counter()
+            check = self.checker.check_sentence(s.text, context=self.tracker.decode(0, s.start), prompt=self.prompt)
+            self.seconds["check"] += time.perf_counter() - t0
+            event = self.trace.add("check", start_token=s.start, **_check_event(check))
+            self.checks[(s.start, s.text)] = event
+            if check.needs_rewrite:
+                logits = self._on_failed(s, check)
+                if logits is not None:
+                    return logits
+        return None
+
+    def _new_sentences(self, sentences: list[Sentence]) -> None:
+        if any(s.start == self.rewriting for s in sentences):
+            self.rewriting = None  # the rewritten sentence is complete: back to the main sampler
+        fresh = [s for s in sentences if (s.start, tuple(self.tracker.tokens[s.start:s.end])) not in self.settled]
+        for sched in self.schedules.values():
+            sched.add(fresh)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> GenerationResult:
+        ewe, dec, t_start = self.ewe, self.dec, time.perf_counter()
+        self.session = None
+        if self.initial_passages is None and ewe.datastore is not None:
+            self.retrieved = _hits(self._retrieve(self.prompt, "prompt"))
+        elif self.initial_passages:
+            self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
+                            "given passages")
+        ids = ewe.prompt_ids(self.prompt, dec.system_prompt)
+        offset = ewe.config.memory.unit_tokens if self.memory.capacity else 0
+        ewe._check_lengths([self.prompt], [ids], offset, dec.max_new_tokens)
+        self.prompt_len = len(ids)
+        state = self.memory.state() if len(self.memory) else None
+        self.session = DecodingSession(ewe.model, state, offset, ewe.config.model.attention_impl)
+        t0 = time.perf_counter()
+        logits = self.session.prefill(torch.tensor([ids]))
+        self.prefill_s = time.perf_counter() - t0
+        sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
+        retry_sampler = None
+        if self.cfg.retry_temperature is not None:
+            seed = None if dec.seed is None else dec.seed + 1
+            retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p, seed if seed is not None else 0)
+        self.rewriting = None  # start token of the sentence being rewritten, until it is complete
+        budget = self.cfg.max_total_tokens or 4 * dec.max_new_tokens
+        finish = None
+        while finish is None:
+            if len(self.tracker.tokens) >= dec.max_new_tokens or self.decoded >= budget:
+                cut = "length" if len(self.tracker.tokens) >= dec.max_new_tokens else "budget"
+                self._new_sentences([s for s in self.tracker.finish(complete=False) if s.complete])
+                changed = self._pauses(final=True)
+                if changed is None or self.decoded >= budget:
+                    finish = cut
+                    break
+                logits = changed
+                continue
+            rewriting = retry_sampler is not None and self.rewriting is not None
+            tok, logprob, entropy = (x.item() for x in (retry_sampler if rewriting else sampler)(logits))
+            self.decoded += 1
+            self.trace.step = self.decoded
+            for sched in self.schedules.values():
+                sched.tick()
+            if tok in ewe.stop_ids:
+                self._new_sentences(self.tracker.finish(complete=True))
+                changed = self._pauses(final=True)
+                if changed is None:
+                    finish = "eos"
+                else:
+                    logits = changed
+                continue
+            self._new_sentences(self.tracker.append(tok, logprob, entropy))
+            changed = self._pauses(final=False)
+            logits = changed if changed is not None else self.session.step(torch.tensor([tok]))
+        return self._result(finish, t_start)
+
+    def _result(self, finish: str, t_start: float) -> GenerationResult:
+        t = self.tracker
+        total = time.perf_counter() - t_start
+        self.trace.add("finish", reason=finish, new_tokens=len(t.tokens), decoded_tokens=self.decoded,
+                       backtracks=self.backtracks)
+        sentences = []
+        for s in t.sentences:
+            check = self.checks.get((s.start, s.text))
+            sentences.append({**s.describe(), "checked": check is not None,
+                              "needs_rewrite": check["needs_rewrite"] if check else None,
+                              "failed_attempts": len(self.attempts.get(s.start, []))})
+        tr = self.trace
+        stats = {
+            "prompt_tokens": self.prompt_len,
+            "new_tokens": len(t.tokens),
+            "decoded_tokens": self.decoded,
+            "pauses_retrieval": tr.count("pause", kind="retrieval"),
+            "pauses_verification": tr.count("pause", kind="verification"),
+            "skipped_ticks": {k: s.skipped for k, s in self.schedules.items()},
+            "checks": tr.count("check"),
+            "failed_checks": sum(1 for e in tr.events if e["type"] == "check" and e["needs_rewrite"]),
+            "backtracks": self.backtracks,
+            "memory_units": len(self.memory),
+            "memory_bytes": self.memory.footprint()["bytes"],
+            "retrieve_s": round(self.seconds["retrieve"], 4),
+            "encode_s": round(self.seconds["encode"], 4),
+            "check_s": round(self.seconds["check"], 4),
+            "total_s": round(total, 4),
+            "prefill_s": round(self.prefill_s, 4),
+            "decode_s": round(total - sum(self.seconds.values()) - self.prefill_s, 4),
+        }
+        return GenerationResult(
+            prompt=self.prompt,
+            text=t.text,
+            token_ids=list(t.tokens),
+            logprobs=list(t.logprobs),
+            finish_reason=finish,
+            memory=self.memory.describe(),
+            retrieved=self.retrieved,
+            stats=stats,
+            trace=tr.to_list(),
+            sentences=sentences,
+        )
+
+
+class Controller:
+    """Runs prompts through the pause / check / backtrack loop with one fact-checker."""
+
+    def __init__(self, ewe, fact_checker=None):
+        self.ewe = ewe
+        self._checker = fact_checker
+
+    @property
+    def fact_checker(self):
+        if self._checker is None:
+            self._checker = self.ewe.fact_checker()
+        return self._checker
+
+    def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
+        checker = self.fact_checker if self.ewe.config.controller.verify_trigger != "never" else None
+        return ControlledRun(self.ewe, checker, prompt, dec, passages).run()

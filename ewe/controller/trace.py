@@ -1,0 +1,77 @@
+"""The trace of one controlled generation: every pause, retrieval, check, backtrack and
+memory change as plain JSON-ready dicts, in the order they happened.
+
+Each event has `type`, `step` (decoding steps so far, discarded tokens included) and
+`t` (seconds since the prompt started). `render()` prints it for a person.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+
+EVENT_TYPES = ("retrieve", "pause", "check", "backtrack", "retries_exhausted", "memory", "finish", "error")
+
+
+class Trace:
+    def __init__(self):
+        self.events: list[dict] = []
+        self._t0 = time.perf_counter()
+        self.step = 0
+
+    def add(self, type: str, **data) -> dict:
+        if type not in EVENT_TYPES:
+            raise ValueError(f"unknown trace event type {type!r}")
+        event = {"type": type, "step": self.step, "t": round(time.perf_counter() - self._t0, 4), **data}
+        self.events.append(event)
+        return event
+
+    def count(self, type: str, **match) -> int:
+        return sum(1 for e in self.events if e["type"] == type and all(e.get(k) == v for k, v in match.items()))
+
+    def to_list(self) -> list[dict]:
+        return json.loads(json.dumps(self.events))  # a deep, JSON-proof copy
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.events, ensure_ascii=False, **kwargs)
+
+
+def render(events: list[dict], width: int = 100) -> str:
+    """A readable account of a trace (for examples and `ewe run --show-trace`)."""
+    out = []
+
+    def say(head: str, body: str = "", indent: str = "      "):
+        out.append(head)
+        if body:
+            out.append(textwrap.fill(body, width, initial_indent=indent, subsequent_indent=indent))
+
+    for e in events:
+        at = f"[step {e['step']:>4}]"
+        kind = e["type"]
+        if kind == "retrieve":
+            titles = ", ".join(f"{h['title']} ({h['score']:.2f})" for h in e["hits"]) or "nothing above the threshold"
+            say(f"{at} retrieve ({e['why']}): {titles}; +{len(e['added'])} unit(s)", f"query: {e['query']}")
+        elif kind == "pause":
+            say(f"{at} pause for {e['kind']}: {e['reason']}", e["sentence"])
+        elif kind == "check":
+            verdicts = "; ".join(
+                f"{v['label']}{' (error)' if v.get('error') else ''}: {v['claim']}" for v in e["verdicts"]
+            ) or "no claims"
+            mark = "REWRITE" if e["needs_rewrite"] else "ok"
+            say(f"{at} check -> {mark}: {e['sentence']}", verdicts)
+        elif kind == "backtrack":
+            say(f"{at} backtrack #{e['attempt']} ({e['why']}): removed {e['removed_tokens']} tokens",
+                f"removed: {e['removed_text'].strip()}")
+            for f in e.get("feedback", []):
+                out.append(textwrap.fill(f"feedback unit [{f['form']}]: {f['text']}", width,
+                                         initial_indent="        ", subsequent_indent="          "))
+        elif kind == "retries_exhausted":
+            say(f"{at} retries exhausted, {e['policy']}: {e['kept'] or '(sentence dropped)'}")
+        elif kind == "memory":
+            pools = "; ".join(f"{p}: {len(units)}" for p, units in e["pools"].items())
+            say(f"{at} memory ({e['why']}) -> {pools}")
+        elif kind == "finish":
+            say(f"{at} finish: {e['reason']}; {e['new_tokens']} tokens kept of {e['decoded_tokens']} decoded")
+        elif kind == "error":
+            say(f"{at} error in {e['where']}: {e['message']}")
+    return "\n".join(out)

@@ -1,0 +1,28 @@
+"""The datastore seen by the fact-checker: `verify.EvidenceSource` over `Datastore.search`.
+
+The checker only knows the EvidenceSource protocol; this adapter is the one place the
+two packages meet, so evidence passages are the same chunks memory units are made of.
+"""
+from __future__ import annotations
+
+from ..verify.types import Evidence
+from .datastore import Datastore, Hit
+
+
+def hit_to_evidence(hit: Hit) -> Evidence:
+    return Evidence(text=hit.text, title=hit.title, score=float(hit.score), source_id=f"{hit.source_id}#{hit.id}")
+
+
+class DatastoreEvidence:
+    """Evidence for claims from a retrieval datastore (one passage per article by default)."""
+
+    def __init__(self, datastore: Datastore, threshold: float | None = None, dedup_sources: bool = True):
+        self.datastore = datastore
+        self.threshold = threshold
+        self.dedup_sources = dedup_sources
+
+    def search(self, queries: list[str], k: int) -> list[list[Evidence]]:
+        if not queries:
+            return []
+        hits = self.datastore.search(list(queries), k=k, threshold=self.threshold, dedup_sources=self.dedup_sources)
+        return [[hit_to_evidence(h) for h in row] for row in hits]

@@ -1,0 +1,197 @@
+"""Long-form runs over a prompt file: `ewe run --config C --input prompts.jsonl --output results.jsonl`.
+
+One result line is appended (and flushed) per finished prompt, so an interrupted run
+keeps everything finished and a rerun skips finished ids. The configuration a run was
+made with is saved beside the output (`<output>.config.json`); resuming with a
+different one is refused rather than mixing two methods in one file. Prompts that fail
+(e.g. too long for the context) go to `<output>.errors.jsonl` and are tried again on the
+next run. A summary is printed and written to `<output>.summary.json` at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+class RunError(ValueError):
+    """A run that cannot start: bad input file, output made with another configuration."""
+
+
+def read_prompts(path: Path) -> list[dict]:
+    """Every line of a prompts JSONL, checked before any generation; all bad lines reported at once.
+
+    A line is {"prompt": str, "id"?: str|int, "passages"?: [str, ...], ...}; other fields
+    are kept and copied to the result line. The id defaults to the line number.
+    """
+    if not path.exists():
+        raise RunError(f"--input {path}: no such file")
+    rows, errors, seen = [], [], set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            errors.append(f"{path}:{n}: not JSON ({e.msg})")
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
+            errors.append(f'{path}:{n}: needs a non-empty string field "prompt"')
+            continue
+        passages = row.get("passages", [])
+        if not isinstance(passages, list) or not all(isinstance(x, str) and x.strip() for x in passages):
+            errors.append(f'{path}:{n}: "passages" must be a list of non-empty strings')
+            continue
+        row["id"] = str(row.get("id", n))
+        if row["id"] in seen:
+            errors.append(f"{path}:{n}: duplicate id {row['id']!r}")
+            continue
+        seen.add(row["id"])
+        rows.append(row)
+    if errors:
+        raise RunError("bad input lines:\n  " + "\n  ".join(errors))
+    if not rows:
+        raise RunError(f"--input {path} holds no prompts")
+    return rows
+
+
+def finished_ids(path: Path) -> set[str]:
+    """Ids already in the output. A torn last line (a run killed mid-write) is cut off first."""
+    if not path.exists():
+        return set()
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data[: data.rfind(b"\n") + 1]
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(keep)
+        os.replace(tmp, path)
+        data = keep
+    done = set()
+    for line in data.decode("utf-8").splitlines():
+        try:
+            done.add(str(json.loads(line)["id"]))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return done
+
+
+def _read_results(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def write_json_atomic(path: Path, data) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def check_same_config(output: Path, config: dict, force: bool) -> None:
+    """Refuse to append to an output made with a different configuration (unless `force`)."""
+    saved = output.with_name(output.name + ".config.json")
+    if saved.exists() and output.exists() and output.stat().st_size and not force:
+        before = json.loads(saved.read_text(encoding="utf-8"))
+        if before != config:
+            diff = sorted(_diff(before, config))
+            raise RunError(
+                f"{output} was made with another configuration (differs in {', '.join(diff[:6])}); "
+                "write to a new --output, or pass --force to append anyway"
+            )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(saved, config)
+
+
+def _diff(a, b, prefix="") -> set[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = set()
+        for k in set(a) | set(b):
+            out |= _diff(a.get(k), b.get(k), f"{prefix}{k}.")
+        return out
+    return set() if a == b else {prefix.rstrip(".")}
+
+
+def summarize(results: list[dict], wall_s: float, errors: int) -> dict:
+    stats = [r["stats"] for r in results]
+
+    def total(key):
+        return sum(s.get(key, 0) for s in stats)
+
+    per_prompt = [s.get("total_s", 0.0) for s in stats]
+    return {
+        "prompts": len(results),
+        "errors": errors,
+        "wall_s": round(wall_s, 2),
+        "seconds_per_prompt_median": round(statistics.median(per_prompt), 3) if per_prompt else None,
+        "new_tokens": total("new_tokens"),
+        "decoded_tokens": total("decoded_tokens") or total("new_tokens"),
+        "pauses_retrieval": total("pauses_retrieval"),
+        "pauses_verification": total("pauses_verification"),
+        "checks": total("checks"),
+        "failed_checks": total("failed_checks"),
+        "backtracks": total("backtracks"),
+        "finish_reasons": {k: sum(1 for r in results if r["finish_reason"] == k)
+                           for k in sorted({r["finish_reason"] for r in results})},
+    }
+
+
+def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force: bool = False,
+        show_trace: bool = False, progress: bool = True) -> dict:
+    """Generate for every unfinished prompt of `input_path`, appending to `output`; return the summary."""
+    from tqdm import tqdm
+
+    from .controller import render
+
+    rows = read_prompts(input_path)
+    if limit is not None:
+        rows = rows[:limit]
+    check_same_config(output, ewe.config.model_dump(mode="json"), force)
+    done = finished_ids(output)
+    todo = [r for r in rows if r["id"] not in done]
+    if done:
+        print(f"ewe run: resuming: {len(rows) - len(todo)} of {len(rows)} prompts already in {output}", file=sys.stderr)
+    errors_path = output.with_name(output.name + ".errors.jsonl")
+    finished, errors, t0 = [], 0, time.perf_counter()
+    with output.open("a", encoding="utf-8") as out, tqdm(total=len(todo), desc="prompts", unit="prompt",
+                                                         disable=not progress) as bar:
+        for row in todo:
+            extra = {k: v for k, v in row.items() if k not in ("prompt", "passages")}
+            try:
+                result = ewe.generate(row["prompt"], passages=row.get("passages") or None).to_dict()
+            except (ValueError, TypeError) as e:  # this prompt cannot run; the others can
+                errors += 1
+                with errors_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps({**extra, "prompt": row["prompt"], "error": str(e)}, ensure_ascii=False) + "\n")
+                tqdm.write(f"ewe run: prompt {row['id']}: {e}", file=sys.stderr)
+                bar.update(1)
+                continue
+            out.write(json.dumps({**extra, **result}, ensure_ascii=False) + "\n")
+            out.flush()
+            finished.append(result)
+            if show_trace:
+                tqdm.write(f"\n== {row['id']}: {row['prompt']}\n{render(result['trace'])}\n{result['text']}\n")
+            bar.set_postfix(backtracks=sum(r["stats"].get("backtracks", 0) for r in finished))
+            bar.update(1)
+    wanted = {r["id"] for r in rows}
+    everything = [r for r in _read_results(output) if str(r.get("id")) in wanted]
+    summary = summarize(everything, time.perf_counter() - t0, errors)
+    summary.update(input=str(input_path), output=str(output), this_run=len(finished),
+                   skipped_finished=len(rows) - len(todo))
+    write_json_atomic(output.with_name(output.name + ".summary.json"), summary)
+    return summary
+
+
+def print_summary(s: dict) -> None:
+    print(f"ewe run: {s['this_run']} prompts generated in {s['wall_s']:.1f} s, {s['skipped_finished']} were already "
+          f"done, {s['errors']} failed; the output holds {s['prompts']} "
+          f"({s['seconds_per_prompt_median'] or 0:.2f} s per prompt, median)")
+    print(f"  tokens kept {s['new_tokens']} of {s['decoded_tokens']} decoded; pauses: retrieval "
+          f"{s['pauses_retrieval']}, verification {s['pauses_verification']}; checks {s['checks']} "
+          f"({s['failed_checks']} failed); backtracks {s['backtracks']}; finish {s['finish_reasons']}")

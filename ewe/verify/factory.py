@@ -1,0 +1,46 @@
+"""A FactChecker from the `checker` section of the configuration.
+
+Kept apart from the backends so each backend stays importable on its own; heavy
+dependencies (transformers for NLI, the network for http) load only when chosen.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .alignment import AlignmentChecker
+from .claims import LLMClaimExtractor, RuleClaimExtractor
+from .factchecker import FactChecker
+from .llm_judge import LLMJudgeChecker
+from .protocols import LLM, EvidenceSource
+
+
+def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: Optional[LLM] = None,
+                       device: str = "cpu") -> FactChecker:
+    """`cfg` is a config.CheckerConfig; `generator_llm` serves checker.llm == "generator"."""
+
+    def llm() -> LLM:
+        if cfg.llm == "http":
+            from .openai_http import OpenAIChatLLM
+
+            return OpenAIChatLLM(cfg.http_base_url, cfg.http_model, api_key_env=cfg.http_api_key_env,
+                                 timeout=cfg.http_timeout_s, max_retries=cfg.http_retries)
+        if generator_llm is None:
+            raise ValueError("checker.llm 'generator' needs the generator model; none was given")
+        return generator_llm
+
+    if cfg.backend == "alignment":
+        backend = AlignmentChecker()
+    elif cfg.backend == "nli":
+        from .nli import NLIChecker
+
+        backend = NLIChecker(cfg.nli_model, label_map=cfg.nli_label_map, device=device)
+    elif cfg.backend == "llm_judge":
+        backend = LLMJudgeChecker(llm())
+    else:  # http
+        from .openai_http import http_judge
+
+        backend = http_judge(cfg.http_base_url, cfg.http_model, api_key_env=cfg.http_api_key_env,
+                             timeout=cfg.http_timeout_s, max_retries=cfg.http_retries)
+    extractor = LLMClaimExtractor(llm()) if cfg.extractor == "llm" else RuleClaimExtractor()
+    return FactChecker(backend, evidence=evidence, extractor=extractor, k=cfg.evidence_k,
+                       query_with_prompt=cfg.query_with_prompt)

@@ -1,0 +1,99 @@
+"""A tiny Llama whose next token follows a script, and a fact-checker that follows one too.
+
+The model still runs its real forward (so the KV cache, cropping and memory attention all
+work as usual); only the final logits are replaced, so tests can say exactly which
+sentences get written, with what confidence, and what changes once feedback is in memory.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from transformers import LlamaForCausalLM
+
+from tiny import tiny_model, tiny_tokenizer
+
+from ewe.verify.types import SUPPORTED, UNSUPPORTED, Claim, Evidence, SentenceCheck, Verdict
+
+
+class ScriptedLM(LlamaForCausalLM):
+    """`script(generated_ids, memory_units) -> (token_id, probability)` picks each next token."""
+
+    script = None
+
+    def forward(self, input_ids=None, position_ids=None, past_key_values=None, **kwargs):
+        fresh = past_key_values is None or past_key_values.get_seq_length() == 0
+        out = super().forward(input_ids=input_ids, position_ids=position_ids, past_key_values=past_key_values, **kwargs)
+        pos = position_ids[0].tolist()
+        if fresh:
+            self.seq, self.prompt_end = {}, pos[-1]
+        for p, t in zip(pos, input_ids[0].tolist()):
+            self.seq[p] = t
+        last = pos[-1]
+        for p in [p for p in self.seq if p > last]:
+            del self.seq[p]  # cropped away
+        generated = [self.seq[p] for p in range(self.prompt_end + 1, last + 1)]
+        memory = kwargs.get("ewe_memory")
+        units = len(memory.unit_bounds[0]) if memory is not None else 0
+        token, prob = self.script(generated, units)
+        vocab = out.logits.shape[-1]
+        logits = torch.full((vocab,), math.log((1 - prob) / (vocab - 1)) if prob < 1 else -1e4)
+        logits[token] = math.log(prob) if prob < 1 else 0.0
+        out.logits[:, -1, :] = logits
+        return out
+
+
+def scripted_model(script, seed: int = 0) -> ScriptedLM:
+    base = tiny_model(seed)
+    model = ScriptedLM(base.config)
+    model.load_state_dict(base.state_dict())
+    model.generation_config = base.generation_config
+    model.script = script
+    return model.eval()
+
+
+def text_script(choose_text, unsure: tuple[str, ...] = (), unsure_prob: float = 0.05):
+    """A script that writes `choose_text(memory_units)`, token by token, then ends.
+
+    Tokens of any sentence listed in `unsure` get probability `unsure_prob`; the rest 0.9.
+    If the text written so far is not a prefix of the text chosen now, it ends (EOS).
+    """
+    tok = tiny_tokenizer()
+
+    def script(generated: list[int], units: int):
+        text = choose_text(units)
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        n = len(generated)
+        if generated != ids[:n] or n >= len(ids):
+            return tok.eos_token_id, 0.9
+        before = tok.decode(ids[:n])
+        sentence_ends = [i for i in range(len(text)) if text[i] == "." and (i + 1 == len(text) or text[i + 1] == " ")]
+        start = max([e + 1 for e in sentence_ends if e < len(before)], default=0)
+        end = min([e + 1 for e in sentence_ends if e >= len(before)], default=len(text))
+        sentence = text[start:end].strip()
+        blank = not tok.decode(ids[n : n + 1]).strip()  # a space between sentences belongs to neither
+        return ids[n], (unsure_prob if sentence in unsure and not blank else 0.9)
+
+    return script
+
+
+class ScriptedChecker:
+    """Judges a sentence unsupported when it is in `false`; refuting evidence names the fix."""
+
+    name = "scripted"
+
+    def __init__(self, false: set[str], fail_with_error: set[str] = frozenset()):
+        self.false = set(false)
+        self.fail_with_error = set(fail_with_error)
+        self.calls: list[str] = []
+
+    def check_sentence(self, sentence, context=None, prompt=None, evidence=None) -> SentenceCheck:
+        self.calls.append(sentence)
+        claim = Claim(sentence, sentence, 0, len(sentence))
+        if sentence in self.fail_with_error:
+            v = Verdict(claim, "not_enough_evidence", 0.0, [], self.name, error="backend failed: TimeoutError")
+        elif sentence in self.false:
+            v = Verdict(claim, UNSUPPORTED, 0.0, [Evidence(f"Evidence against: {sentence}", "Refuting page", 0.8)], self.name)
+        else:
+            v = Verdict(claim, SUPPORTED, 1.0, [Evidence(f"Evidence for: {sentence}", "Supporting page", 0.9)], self.name)
+        return SentenceCheck(sentence=sentence, claims=[claim], verdicts=[v], extractor="scripted")

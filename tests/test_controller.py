@@ -1,0 +1,390 @@
+"""The controller loop, driven by a scripted model and a scripted fact-checker."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from scripted import ScriptedChecker, scripted_model, text_script
+from tiny import tiny_ewe, tiny_tokenizer
+
+from ewe import EWE
+from ewe.config import ConfigError, EWEConfig
+from ewe.controller import SentenceTracker, render
+from ewe.retrieval import Hit
+
+PROMPT = "Tell me a bio of Marie Curie."
+A, B_WRONG, B_RIGHT, C = (
+    "Marie Curie was a physicist.",
+    "She was born in Paris.",
+    "She was born in Warsaw.",
+    "She won two Nobel prizes.",
+)
+
+
+def fixed(text):
+    return lambda units: text
+
+
+def corrected_by_feedback(needs=1):
+    """The bio with B_WRONG until `needs` memory units exist, then with B_RIGHT."""
+    return lambda units: " ".join([A, B_RIGHT if units >= needs else B_WRONG, C])
+
+
+def make(script, checker=None, datastore=None, **controller):
+    cfg = EWEConfig.build(
+        {
+            "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+            "retrieval": {"source": "fake" if datastore is not None else None, "top_k": 2},
+            "decoding": {"max_new_tokens": 120},
+            "controller": {"verify_trigger": "interval", "verify_interval": 4, **controller},
+        }
+    )
+    return EWE(scripted_model(script), tiny_tokenizer(), cfg, datastore=datastore, fact_checker=checker)
+
+
+def ids_of(text):
+    return tiny_tokenizer()(text, add_special_tokens=False)["input_ids"]
+
+
+def events(result, kind):
+    return [e for e in result.trace if e["type"] == kind]
+
+
+# -- sentence tracking ----------------------------------------------------------------------
+
+
+def feed(tracker, text):
+    done = []
+    for t in ids_of(text):
+        done += [s.text for s in tracker.append(t, -0.1, 0.5)]
+    return done
+
+
+def test_sentence_is_complete_only_once_the_next_begins():
+    tr = SentenceTracker(tiny_tokenizer())
+    assert feed(tr, "Dr. Smith was born in 1867.") == []
+    assert feed(tr, " He") == ["Dr. Smith was born in 1867."]
+    assert feed(tr, " was a doctor. She") == ["He was a doctor."]
+    assert [s.text for s in tr.finish(complete=True)] == ["She"]
+
+
+def test_sentence_token_spans_cover_the_text_and_truncate_back():
+    tr = SentenceTracker(tiny_tokenizer())
+    feed(tr, f"{A} {B_WRONG} {C}")
+    tr.finish(complete=True)
+    assert [s.text for s in tr.sentences] == [A, B_WRONG, C]
+    assert tr.sentences[0].start == 0 and tr.sentences[-1].end == len(tr.tokens)
+    assert all(a.end == b.start for a, b in zip(tr.sentences, tr.sentences[1:]))
+    removed = tr.truncate(tr.sentences[1].start)
+    assert removed.strip() == f"{B_WRONG} {C}" and [s.text for s in tr.sentences] == [A]
+    assert tr.text.strip() == A  # the space may belong to either sentence, by tokenizer
+
+
+def test_cut_off_sentence_is_not_treated_as_finished():
+    tr = SentenceTracker(tiny_tokenizer())
+    feed(tr, f"{A} She was born")
+    out = tr.finish(complete=False)
+    assert [s.text for s in tr.sentences] == [A] and out[-1].complete is False
+
+
+# -- pauses --------------------------------------------------------------------------------
+
+
+def test_no_failure_leaves_the_text_unchanged_and_checks_every_sentence_once():
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker).generate(PROMPT)
+    assert r.text == f"{A} {B_WRONG} {C}" and r.finish_reason == "eos"
+    assert checker.calls == [A, B_WRONG, C]
+    assert r.stats["backtracks"] == 0 and r.stats["decoded_tokens"] == r.stats["new_tokens"] + 1  # + EOS
+    assert all(s["checked"] for s in r.sentences)
+
+
+@pytest.mark.parametrize("interval", [1, 3, 7])
+def test_verification_pauses_fall_on_interval_ticks_after_a_new_sentence(interval):
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker, verify_interval=interval).generate(PROMPT)
+    pauses = [e for e in events(r, "pause") if e["reason"] != "end of decoding"]
+    assert pauses and all(e["step"] % interval == 0 for e in pauses)
+    # a sentence is complete when the first token after it is written (step = its end + 1);
+    # the pause comes at the first interval tick from then on
+    completed = [s["end"] + 1 for s in r.sentences[:-1]]
+    assert [e["sentence"] for e in pauses] == [A, B_WRONG]
+    for e, at in zip(pauses, completed):
+        assert at <= e["step"] < at + interval
+    assert r.stats["skipped_ticks"]["verification"] > 0
+
+
+def test_no_pause_without_a_new_sentence():
+    checker = ScriptedChecker(false=set())
+    text = "Marie Curie was a physicist who studied radioactivity in Paris with her husband Pierre"
+    r = make(text_script(fixed(text)), checker, verify_interval=1).generate(PROMPT)
+    pauses = events(r, "pause")
+    assert len(pauses) == 1 and pauses[0]["reason"] == "end of decoding"
+    assert r.stats["skipped_ticks"]["verification"] == r.stats["decoded_tokens"] - 1
+
+
+def test_huge_interval_checks_everything_at_the_end():
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker, verify_interval=10_000).generate(PROMPT)
+    assert checker.calls == [A, B_WRONG, C]
+    assert {e["reason"] for e in events(r, "pause")} == {"end of decoding"}
+
+
+# -- backtracking ------------------------------------------------------------------------------
+
+
+def test_failed_sentence_is_removed_rewritten_with_feedback_in_memory():
+    checker = ScriptedChecker(false={B_WRONG})
+    ewe = make(text_script(corrected_by_feedback()), checker)
+    r = ewe.generate(PROMPT)
+    assert r.text == f"{A} {B_RIGHT} {C}"
+    assert r.token_ids == ids_of(r.text)  # the cache was cut exactly at the sentence start
+    [bt] = events(r, "backtrack")
+    assert bt["start_token"] == r.sentences[1]["start"] and bt["removed_text"].strip().startswith(B_WRONG)
+    assert bt["removed_tokens"] == r.stats["decoded_tokens"] - r.stats["new_tokens"] - 1  # all discarded, + EOS
+    feedback = r.memory["feedback"]
+    assert [u["form"] for u in feedback] == ["refuting"] and "Evidence against" in feedback[0]["text"]
+    assert checker.calls == [A, B_WRONG, B_RIGHT, C]
+    assert [s["failed_attempts"] for s in r.sentences] == [0, 1, 0]
+
+
+def test_after_a_backtrack_the_model_saw_exactly_the_kept_text():
+    checker = ScriptedChecker(false={B_WRONG})
+    ewe = make(text_script(corrected_by_feedback()), checker)
+    r = ewe.generate(PROMPT)
+    seen = ewe.model.seq  # position -> token of what is in the cache now (EOS is never fed)
+    assert [seen[p] for p in sorted(seen) if p > ewe.model.prompt_end] == r.token_ids
+
+
+@pytest.mark.parametrize("forms,expected", [
+    (["instruction"], ["instruction"]),
+    (["supporting", "refuting", "instruction"], ["supporting", "refuting"]),  # capacity 2: first forms kept
+    ([], []),
+])
+def test_feedback_forms_follow_configuration(forms, expected):
+    class TwoClaims(ScriptedChecker):
+        def check_sentence(self, sentence, context=None, prompt=None, evidence=None):
+            from ewe.verify.types import Claim, Evidence, SentenceCheck, Verdict
+
+            self.calls.append(sentence)
+            if "Paris" not in sentence:
+                return super().check_sentence(sentence)
+            good, bad = Claim("She was a physicist."), Claim("She was born in Paris.")
+            return SentenceCheck(sentence, [good, bad], [
+                Verdict(good, "supported", 1.0, [Evidence("Curie was a physicist.", "Physics")]),
+                Verdict(bad, "unsupported", 0.0, [Evidence("Curie was born in Warsaw.", "Warsaw")]),
+            ])
+
+    checker = TwoClaims(false=set())
+    needs = 1 if forms else 99
+    r = make(text_script(corrected_by_feedback(needs)), checker, feedback=forms, max_retries=1).generate(PROMPT)
+    assert [u["form"] for u in r.memory["feedback"]] == expected
+    if "instruction" in expected:
+        assert "Please refrain from including" in r.memory["feedback"][0]["text"]
+
+
+WRONG = [B_WRONG, "She was born in Lyon.", "She was born in Nice."]
+
+
+def new_wrong_birthplace_each_attempt():
+    """Each time the model reaches the second sentence it writes the next wrong variant."""
+    tok, visits = tiny_tokenizer(), [0]
+
+    def script(generated, units):
+        if tok.decode(generated) == f"{A} ":
+            visits[0] += 1
+        variant = WRONG[min(visits[0], len(WRONG)) - 1]
+        return text_script(fixed(f"{A} {variant} {C}"))(generated, units)
+
+    return script
+
+
+@pytest.mark.parametrize("policy,kept", [("keep_last", WRONG[2]), ("keep_best", WRONG[2]), ("drop", None)])
+def test_retries_are_bounded_then_the_policy_decides(policy, kept):
+    checker = ScriptedChecker(false=set(WRONG))
+    r = make(new_wrong_birthplace_each_attempt(), checker, max_retries=2, on_retries_exhausted=policy,
+             max_backtracks=5).generate(PROMPT)
+    ex = events(r, "retries_exhausted")[0]
+    assert ex["policy"] == policy and ex["attempts"] == 3 and ex["why"] == "retries used up"
+    assert [c for c in checker.calls if c in WRONG][:3] == WRONG
+    if kept:  # keep_best: all attempts have one unsupported claim, so the latest wins
+        assert r.text == f"{A} {kept} {C}" and r.stats["backtracks"] == 2
+    else:  # dropped, written again (and dropped again) until the backtrack budget is spent
+        assert r.stats["backtracks"] == 5
+    assert r.stats["decoded_tokens"] <= 4 * 120
+
+
+def test_a_rewrite_identical_to_an_earlier_attempt_ends_the_retries():
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker, max_retries=5).generate(PROMPT)
+    ex = events(r, "retries_exhausted")[0]
+    assert ex["attempts"] == 2 and ex["why"] == "attempt 2 repeats attempt 1"
+    assert r.stats["backtracks"] == 1 and r.text == f"{A} {B_WRONG} {C}"
+
+
+def test_keep_best_restores_an_earlier_attempt_with_fewer_unsupported_claims():
+    worse = "She was born in Paris in 1999."
+
+    class Counting(ScriptedChecker):
+        def check_sentence(self, sentence, context=None, prompt=None, evidence=None):
+            res = super().check_sentence(sentence)
+            if sentence == worse:  # two unsupported claims
+                res.verdicts = res.verdicts * 2
+            return res
+
+    checker = Counting(false={B_WRONG, worse})
+    r = make(text_script(lambda u: " ".join([A, worse if u >= 1 else B_WRONG, C])), checker,
+             max_retries=1, on_retries_exhausted="keep_best").generate(PROMPT)
+    ex = events(r, "retries_exhausted")[0]
+    assert ex["kept"] == B_WRONG and ex["unsupported"] == [1, 2]
+    assert r.text.startswith(f"{A} {B_WRONG}")
+    assert r.token_ids[: len(ids_of(f"{A} {B_WRONG}"))] == ids_of(f"{A} {B_WRONG}")
+    assert checker.calls.count(B_WRONG) == 1  # the restored attempt is not checked again
+
+
+def test_backtrack_budget_bounds_the_whole_prompt():
+    checker = ScriptedChecker(false={A, B_WRONG, C})
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker, max_retries=5, max_backtracks=3).generate(PROMPT)
+    assert r.stats["backtracks"] == 3
+    assert any("budget" in e["policy"] for e in events(r, "retries_exhausted"))
+    assert r.text == f"{A} {B_WRONG} {C}"
+
+
+def test_a_failing_backend_keeps_the_sentence_and_is_traced():
+    checker = ScriptedChecker(false=set(), fail_with_error={B_WRONG})
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker).generate(PROMPT)
+    assert r.text == f"{A} {B_WRONG} {C}" and r.stats["backtracks"] == 0
+    [check] = [e for e in events(r, "check") if e["sentence"] == B_WRONG]
+    assert check["verdicts"][0]["error"].startswith("backend failed") and not check["needs_rewrite"]
+
+
+# -- confidence triggers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trigger", ["min_prob", "entropy"])
+def test_confidence_trigger_pauses_only_for_unsure_sentences(trigger):
+    checker = ScriptedChecker(false=set())
+    script = text_script(fixed(f"{A} {B_WRONG} {C}"), unsure=(B_WRONG,), unsure_prob=0.05)
+    r = make(script, checker, verify_trigger=trigger, min_prob_threshold=0.2, entropy_threshold=2.0).generate(PROMPT)
+    assert checker.calls == [B_WRONG]
+    [pause] = events(r, "pause")
+    assert ("probability" if trigger == "min_prob" else "entropy") in pause["reason"]
+
+
+# -- retrieval pauses ----------------------------------------------------------------------------
+
+
+class FakeDatastore:
+    """Returns one passage per query, named after the query's last sentence."""
+
+    def __init__(self):
+        self.queries = []
+
+    def search(self, queries, k, threshold=None, dedup_sources=True):
+        self.queries += list(queries)
+        out = []
+        for q in queries:
+            tail = q.split(".")[-2].strip() if q.count(".") > 1 else q
+            out.append([Hit(id=len(self.queries), score=0.7, text=f"Passage about {tail}.", title=tail[:20],
+                            source_id=tail, start=0, end=10)])
+        return out
+
+    def __len__(self):
+        return 100
+
+
+def test_retrieval_pause_queries_prompt_plus_sentence_and_refreshes_memory():
+    store = FakeDatastore()
+    seen_units = []
+
+    def script(generated, units):
+        seen_units.append(units)
+        return text_script(fixed(f"{A} {B_WRONG} {C}"))(generated, units)
+
+    ewe = make(script, ScriptedChecker(set()), datastore=store, verify_trigger="never", retrieval_trigger="interval",
+               retrieval_interval=1)
+    r = ewe.generate(PROMPT)
+    assert store.queries[0] == PROMPT  # the initial memory
+    assert store.queries[1:] == [f"{PROMPT} {A}", f"{PROMPT} {B_WRONG}"]  # one pause per new sentence
+    assert [e["why"] for e in events(r, "retrieve")] == ["prompt", "pause", "pause"]
+    assert len(r.memory["retrieval"]) == 2  # FIFO capacity 2
+    assert seen_units[0] == 1 and max(seen_units) == 2  # tokens after a refresh saw the new unit
+    assert r.text == f"{A} {B_WRONG} {C}"
+
+
+def test_flare_style_rewrites_the_unsure_sentence_once_after_retrieval():
+    store = FakeDatastore()
+    script = text_script(fixed(f"{A} {B_WRONG} {C}"), unsure=(B_WRONG,))
+    ewe = make(script, None, datastore=store, verify_trigger="never", retrieval_trigger="min_prob",
+               min_prob_threshold=0.2, rewrite_on_retrieval=True)
+    r = ewe.generate(PROMPT)
+    [bt] = events(r, "backtrack")
+    assert bt["why"] == "rewrite after retrieval" and bt["removed_text"].strip().startswith(B_WRONG)
+    assert r.text == f"{A} {B_WRONG} {C}"  # the script writes the same sentence again; it is not retried twice
+    assert r.stats["pauses_retrieval"] == 2
+
+
+# -- trace and API ---------------------------------------------------------------------------------
+
+
+def test_trace_is_json_and_renders():
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(text_script(corrected_by_feedback()), checker).generate(PROMPT)
+    data = json.loads(json.dumps(r.to_dict()))
+    assert {e["type"] for e in data["trace"]} >= {"pause", "check", "backtrack", "memory", "finish"}
+    steps = [e["step"] for e in data["trace"]]
+    assert steps == sorted(steps)
+    text = render(r.trace)
+    assert "backtrack #1" in text and B_WRONG in text
+
+
+def test_controller_with_an_all_supporting_checker_decodes_like_the_plain_loop():
+    cfg = EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None},
+                           "decoding": {"max_new_tokens": 40}})
+    plain = tiny_ewe(cfg).generate(PROMPT, passages=["Marie Curie was a physicist."])
+    ctl_cfg = EWEConfig.build(cfg.model_dump(), **{"controller.verify_trigger": "interval", "controller.verify_interval": 1})
+    ewe = tiny_ewe(ctl_cfg)
+    ewe._fact_checker = ScriptedChecker(false=set())
+    controlled = ewe.generate(PROMPT, passages=["Marie Curie was a physicist."])
+    assert controlled.token_ids == plain.token_ids
+
+
+def test_a_batch_of_prompts_runs_one_by_one():
+    checker = ScriptedChecker(false={B_WRONG})
+    rs = make(text_script(corrected_by_feedback()), checker).generate([PROMPT, PROMPT])
+    assert [r.text for r in rs] == [f"{A} {B_RIGHT} {C}"] * 2  # memory is per prompt: both needed feedback
+    assert all(r.stats["backtracks"] == 1 for r in rs)
+
+
+# -- configuration -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("override,message", [
+    ({"controller.verify_interval": 0}, "controller.verify_interval"),
+    ({"controller.verify_trigger": "sometimes"}, "controller.verify_trigger"),
+    ({"controller.feedback": ["gossip"]}, "controller.feedback"),
+    ({"controller.tv": 8}, "controller.tv"),
+    ({"controller.min_prob_threshold": 1.5}, "controller.min_prob_threshold"),
+    ({"checker.backend": "nli"}, "nli_model"),
+    ({"checker.backend": "http"}, "http_base_url"),
+    ({"controller.retrieval_trigger": "interval", "retrieval.source": None}, "retrieval.source"),
+    ({"controller.verify_trigger": "interval", "retrieval.placement": "prompt"}, "placement"),
+])
+def test_bad_controller_configuration_is_named(override, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        EWEConfig.build({}, **override)
+
+
+def test_shipped_configs_are_valid(tmp_path):
+    from pathlib import Path
+
+    configs = sorted(Path(__file__).resolve().parents[1].joinpath("configs").glob("*.yaml"))
+    assert {c.stem for c in configs} >= {"ewe", "rag", "flare", "bare"}
+    for c in configs:
+        EWEConfig.from_yaml(c)
+    ewe = EWEConfig.from_yaml(configs[0].with_name("ewe.yaml"))
+    assert (ewe.controller.retrieval_interval, ewe.controller.verify_interval) == (1, 8)
+    flare = EWEConfig.from_yaml(configs[0].with_name("flare.yaml"))
+    assert flare.memory.retrieval_units == 1 and flare.controller.retrieval_trigger == "min_prob"
+    rag = EWEConfig.from_yaml(configs[0].with_name("rag.yaml"))
+    assert rag.memory.retrieval_units == 1 and not rag.controller.active
