@@ -2,9 +2,9 @@
 on the labelled set (tests/data/factcheck/labelled.jsonl), sentence level:
 
   gold       the item's own Wikipedia summary is the evidence for every claim
-  retrieved  evidence = top-k of EmbeddingEvidenceSource (MiniLM, exact cosine) over
-             all ~10k embedded summaries; the passage matrix is cached as .npy under
-             $EWE_CACHE_DIR/verify or ~/.cache/ewe/verify (first run: minutes on a CPU)
+  retrieved  evidence = top-k passages per claim from the embedded Wikipedia datastore
+             (the one EWE's controller checks against: MiniLM + FAISS, chunks of at most
+             127 generator tokens, one per article; built on first use, minutes on a CPU)
 
 Reported per alteration kind, with the time per claim. `--tune` grid-searches the
 checker's thresholds on the tune split only and prints the best setting; the defaults in
@@ -34,12 +34,14 @@ from ewe.verify.labelled_set import DEFAULT_PATH, load_labelled_set  # noqa: E40
 
 
 def retrieved_source():
-    from ewe.verify.embedding import EmbeddingEvidenceSource, wiki_evidence
+    from ewe.models import load_tokenizer
+    from ewe.retrieval import default_datastore
+    from ewe.retrieval.evidence import DatastoreEvidence
 
     t = time.perf_counter()
-    src = EmbeddingEvidenceSource(wiki_evidence(), cache=True)
-    print(f"# evidence index: {len(src.passages)} passages ready in {time.perf_counter() - t:.1f}s", flush=True)
-    return src
+    store = default_datastore(load_tokenizer("embedded"), chunk_tokens=127)
+    print(f"# evidence: datastore of {len(store)} passages ready in {time.perf_counter() - t:.1f}s", flush=True)
+    return DatastoreEvidence(store)
 
 
 def report(name: str, rows: list[dict], k: int | None = None) -> dict:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -91,8 +92,15 @@ class EWE:
             from .verify.factory import build_fact_checker
 
             evidence = DatastoreEvidence(self.datastore) if self.datastore is not None else None
+            shared = None  # the datastore's MiniLM serves the alignment checker too, if it is the same model
+            if self.datastore is not None:
+                from .verify.embedding import minilm_path
+
+                emb = self.datastore.embedder
+                if Path(emb.path).resolve() == minilm_path().resolve() and emb.normalize:
+                    shared = emb.model
             self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
-                                                    device=self.config.model.device)
+                                                    device=self.config.model.device, sentence_model=shared)
         return self._fact_checker
 
     def check(self, sentence: str, prompt: str | None = None, context: str | None = None, evidence=None):

@@ -91,3 +91,11 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_refresh_arguments(f)
     add_model_options(f)
     f.set_defaults(func=lambda args: run_refresh_bench(args, load_ewe), **{"memory.unit_tokens": 128})
+
+    from .controller.bench import add_bench_arguments as add_run_arguments, run_run_bench
+
+    rb = which.add_parser("run", help="wall time per prompt: full EWE pipeline vs the RA baseline, same prompts")
+    add_run_arguments(rb)
+    add_model_options(rb)
+    rb.set_defaults(func=lambda args: run_run_bench(args, load_ewe), config="configs/ewe.yaml",
+                    **{"decoding.max_new_tokens": 128})

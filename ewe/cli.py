@@ -90,9 +90,12 @@ def cmd_generate(args) -> int:
                 print(f"[retrieved {hit['score']:.3f}] {hit['title']}", file=sys.stderr)
             print(result.text)
         return 0
-    from .runner import finished_ids, read_prompts
+    from .runner import RunError, finished_ids, read_prompts
 
-    rows = read_prompts(Path(args.input))
+    try:
+        rows = read_prompts(Path(args.input))
+    except RunError as e:
+        raise SystemExit(f"ewe generate: {e}") from None
     out = Path(args.output)
     done = finished_ids(out)
     todo = [r for r in rows if r["id"] not in done]

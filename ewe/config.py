@@ -88,6 +88,10 @@ class ControllerConfig(_Section):
         "(table 4: refuting = passages judging a claim unsupported, supporting = passages judging one supported, "
         "instruction = 'Please refrain from ...')",
     )
+    rewrite_when: Literal["not_supported", "contradicted"] = Field(
+        "not_supported", description="not_supported: some claim is not supported (the paper's rule, "
+        "not-enough-evidence included); contradicted: some claim is judged unsupported by its evidence"
+    )
     max_retries: int = Field(2, ge=0, le=20, description="rewrites of one sentence before giving up on it; "
                              "a rewrite identical to an earlier attempt ends the retries at once")
     retry_temperature: float | None = Field(

@@ -82,8 +82,9 @@ class ScriptedChecker:
 
     name = "scripted"
 
-    def __init__(self, false: set[str], fail_with_error: set[str] = frozenset()):
+    def __init__(self, false: set[str], fail_with_error: set[str] = frozenset(), unknown: set[str] = frozenset()):
         self.false = set(false)
+        self.unknown = set(unknown)
         self.fail_with_error = set(fail_with_error)
         self.calls: list[str] = []
 
@@ -92,6 +93,8 @@ class ScriptedChecker:
         claim = Claim(sentence, sentence, 0, len(sentence))
         if sentence in self.fail_with_error:
             v = Verdict(claim, "not_enough_evidence", 0.0, [], self.name, error="backend failed: TimeoutError")
+        elif sentence in self.unknown:
+            v = Verdict(claim, "not_enough_evidence", 0.0, [], self.name, rationale="no passage close enough")
         elif sentence in self.false:
             v = Verdict(claim, UNSUPPORTED, 0.0, [Evidence(f"Evidence against: {sentence}", "Refuting page", 0.8)], self.name)
         else:

@@ -258,6 +258,15 @@ def test_a_failing_backend_keeps_the_sentence_and_is_traced():
     assert check["verdicts"][0]["error"].startswith("backend failed") and not check["needs_rewrite"]
 
 
+@pytest.mark.parametrize("rule,rewritten", [("not_supported", True), ("contradicted", False)])
+def test_not_enough_evidence_is_rewritten_only_under_the_papers_rule(rule, rewritten):
+    checker = ScriptedChecker(false=set(), unknown={B_WRONG})
+    r = make(text_script(corrected_by_feedback()), checker, rewrite_when=rule, feedback=["instruction"]).generate(PROMPT)
+    assert (r.stats["backtracks"] == 1) is rewritten
+    [check] = [e for e in events(r, "check") if e["sentence"] == B_WRONG]
+    assert check["needs_rewrite"] is rewritten
+
+
 # -- confidence triggers ------------------------------------------------------------------------
 
 

@@ -486,3 +486,18 @@ def test_default_datastore_cache(tmp_path, monkeypatch, tok, emb):
     (first.path / "passages.jsonl").write_text("corrupted\n")
     repaired = default_datastore(tok, chunk_tokens=48, embedder=emb, progress=False)
     assert len(built) == 3 and repaired.path == first.path and len(repaired) == len(first)
+
+
+def test_datastore_serves_the_fact_checker_as_an_evidence_source(store):
+    from ewe.retrieval.evidence import DatastoreEvidence
+    from ewe.verify import EvidenceSource
+
+    src = DatastoreEvidence(store, dedup_sources=True)
+    assert isinstance(src, EvidenceSource)
+    queries = ["Marie Curie radioactivity", "the river in South America"]
+    found = src.search(queries, 2)
+    hits = store.search(queries, k=2, dedup_sources=True)
+    assert [[e.text for e in row] for row in found] == [[h.text for h in row] for row in hits]
+    assert [[e.title for e in row] for row in found] == [[h.title for h in row] for row in hits]
+    assert found[0][0].score == pytest.approx(hits[0][0].score) and found[0][0].source_id.startswith(hits[0][0].source_id)
+    assert src.search([], 2) == []

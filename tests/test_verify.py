@@ -468,3 +468,17 @@ def test_offline_checker_accuracy_on_fixed_subset(alignment):
     assert s["n"] == 30 and len(s["per_kind"]) >= 6
     assert s["balanced_accuracy"] >= SUBSET_MEASURED - 0.10, s
     assert balanced_accuracy([True, False], [True, True]) == 0.5
+
+
+def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
+    from ewe.verify.claims import RuleClaimExtractor, prompt_person
+
+    assert prompt_person("Tell me a bio of Albert Einstein.") == "Albert Einstein"
+    assert prompt_person("Who was Ada Lovelace?") == "Ada Lovelace"
+    claims = RuleClaimExtractor().extract("He was a Nobel laureate in Physics.", context="Born in Ulm, Germany, he was bright.",
+                                          prompt="Tell me a bio of Albert Einstein.").claims
+    assert [c.text for c in claims] == ["Albert Einstein was a Nobel laureate in Physics."]
+    # "it" keeps following the context
+    claims = RuleClaimExtractor().extract("It flows into the sea.", context="The Amazon is a river.",
+                                          prompt="Tell me a bio of Albert Einstein.").claims
+    assert [c.text for c in claims] == ["The Amazon flows into the sea."]

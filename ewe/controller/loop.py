@@ -17,6 +17,7 @@ import torch
 
 from ..engine import DecodingSession, Sampler
 from ..result import GenerationResult
+from ..verify.types import UNSUPPORTED
 from .feedback import feedback_messages
 from .schedule import PauseSchedule
 from .sentences import Sentence, SentenceTracker
@@ -185,12 +186,18 @@ class ControlledRun:
             check = self.checker.check_sentence(s.text, context=self.tracker.decode(0, s.start), prompt=self.prompt)
             self.seconds["check"] += time.perf_counter() - t0
             event = self.trace.add("check", start_token=s.start, **_check_event(check))
+            event["needs_rewrite"] = rewrite = self._needs_rewrite(check)
             self.checks[(s.start, s.text)] = event
-            if check.needs_rewrite:
+            if rewrite:
                 logits = self._on_failed(s, check)
                 if logits is not None:
                     return logits
         return None
+
+    def _needs_rewrite(self, check) -> bool:
+        if self.cfg.rewrite_when == "contradicted":
+            return any(v.error is None and v.label == UNSUPPORTED for v in check.verdicts)
+        return check.needs_rewrite
 
     def _new_sentences(self, sentences: list[Sentence]) -> None:
         if any(s.start == self.rewriting for s in sentences):

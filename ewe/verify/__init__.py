@@ -11,6 +11,7 @@
     llm_judge.py     LLMJudgeChecker: any llm(prompt) -> str
     openai_http.py   OpenAIChatLLM / http_judge: OpenAI-compatible endpoint over urllib
     factchecker.py   FactChecker.check_sentence: extractor + evidence + backend
+    factory.py       build_fact_checker: a FactChecker from the configuration's checker section
     labelled_set.py  the labelled true/false set (builder, loader, CLI)
     evaluate.py      balanced accuracy on the labelled set
 
@@ -18,7 +19,7 @@ Importing this package loads neither torch nor sentence-transformers.
 """
 from .alignment import AlignmentChecker, AlignmentConfig
 from .claims import LLMClaimExtractor, RuleClaimExtractor
-from .embedding import EmbeddingEvidenceSource, Encoder, StaticEvidenceSource, wiki_evidence
+from .embedding import EmbeddingEvidenceSource, Encoder, StaticEvidenceSource
 from .factchecker import FactChecker
 from .llm_judge import LLMJudgeChecker
 from .nli import NLIChecker
@@ -39,5 +40,5 @@ __all__ = [
     "Encoder", "Evidence", "EvidenceSource", "Extraction", "FactChecker", "LABELS", "LLM", "LLMCallError",
     "LLMClaimExtractor", "LLMJudgeChecker", "LLMResponseError", "Label", "NLIChecker", "NOT_ENOUGH_EVIDENCE",
     "OpenAIChatLLM", "RuleClaimExtractor", "SUPPORTED", "SentenceCheck", "StaticEvidenceSource", "UNSUPPORTED",
-    "Verdict", "default_fact_checker", "http_judge", "wiki_evidence",
+    "Verdict", "default_fact_checker", "http_judge",
 ]

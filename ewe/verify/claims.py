@@ -38,6 +38,14 @@ PARTICIPLES = set(
     recognized recognised listed classified described named granted given taken""".split()
 )
 PRONOUNS = {"he", "she", "it", "they"}
+PERSONAL = {"he", "she"}
+_PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+((?:[A-Z][\w'’.-]*\s?)+)")
+
+
+def prompt_person(prompt: Optional[str]) -> Optional[str]:
+    """The capitalized name a prompt asks about ("Tell me a bio of Marie Curie." -> "Marie Curie")."""
+    m = _PROMPT_PERSON.search(prompt or "")
+    return m.group(1).strip().rstrip(".?!") if m else None
 LEADING_NON_SUBJECT = {
     "in", "on", "at", "of", "to", "for", "from", "by", "with", "as", "after", "before", "during",
     "since", "until", "while", "when", "where", "although", "though", "because", "if", "unlike",
@@ -145,11 +153,12 @@ class RuleClaimExtractor:
 
     def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
         last_subject = self._context_subject(context)
+        person = prompt_person(prompt)
         claims: list[Claim] = []
         for a, b in sentence_spans(sentence) or ((0, len(sentence)),):
             if not _claim_like(sentence[a:b]):
                 continue
-            new, last_subject = self._split_one(sentence[a:b], last_subject)
+            new, last_subject = self._split_one(sentence[a:b], last_subject, person)
             for text in new:
                 claims.append(_claim(text, sentence))
         return Extraction(claims=[c for c in claims if c.text], extractor=self.name)
@@ -163,14 +172,19 @@ class RuleClaimExtractor:
                 subject = s[span[0]:span[1]]
         return subject
 
-    def _split_one(self, sent: str, last_subject: Optional[str]) -> tuple[list[str], Optional[str]]:
+    def _split_one(self, sent: str, last_subject: Optional[str],
+                   person: Optional[str] = None) -> tuple[list[str], Optional[str]]:
         body = sent.rstrip().rstrip(".!?").rstrip()
         span = find_subject(body)
         subject = body[span[0]:span[1]] if span else None
-        if subject and subject.lower() in PRONOUNS and last_subject:
-            body = body[: span[0]] + last_subject + body[span[1]:]
-            subject = last_subject
-            span = (span[0], span[0] + len(last_subject))
+        if subject and subject.lower() in PRONOUNS:
+            # "he"/"she" in an answer about a person (the prompt names one) is that person;
+            # otherwise the last named subject of the context
+            referent = person if person and subject.lower() in PERSONAL else last_subject
+            if referent:
+                body = body[: span[0]] + referent + body[span[1]:]
+                subject = referent
+                span = (span[0], span[0] + len(referent))
         if subject and name_words(subject):
             last_subject = subject
 

@@ -154,13 +154,6 @@ def _atomic_save(path: Path, arr: np.ndarray) -> None:
     tmp.replace(path)
 
 
-def wiki_evidence() -> list[Evidence]:
-    """Every embedded Wikipedia summary as an Evidence ("Title (description): extract")."""
-    from ewe import wiki
-
-    return [Evidence(text=wiki.passage(t), title=t, source_id=t) for t in wiki.summaries()]
-
-
 class StaticEvidenceSource:
     """Returns the same passages for every query: the 'gold evidence given' setting,
     and a stand-in in tests."""

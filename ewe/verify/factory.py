@@ -9,14 +9,16 @@ from typing import Optional
 
 from .alignment import AlignmentChecker
 from .claims import LLMClaimExtractor, RuleClaimExtractor
+from .embedding import Encoder
 from .factchecker import FactChecker
 from .llm_judge import LLMJudgeChecker
 from .protocols import LLM, EvidenceSource
 
 
 def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: Optional[LLM] = None,
-                       device: str = "cpu") -> FactChecker:
-    """`cfg` is a config.CheckerConfig; `generator_llm` serves checker.llm == "generator"."""
+                       device: str = "cpu", sentence_model=None) -> FactChecker:
+    """`cfg` is a config.CheckerConfig; `generator_llm` serves checker.llm == "generator";
+    `sentence_model`, a loaded all-MiniLM-L6-v2 SentenceTransformer to share (the datastore's)."""
 
     def llm() -> LLM:
         if cfg.llm == "http":
@@ -29,7 +31,7 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
         return generator_llm
 
     if cfg.backend == "alignment":
-        backend = AlignmentChecker()
+        backend = AlignmentChecker(encoder=Encoder(model=sentence_model) if sentence_model is not None else None)
     elif cfg.backend == "nli":
         from .nli import NLIChecker
 

@@ -1,0 +1,153 @@
+"""`ewe run` (resume, configuration guard, errors, summary) and `ewe check`, on the scripted model."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from scripted import ScriptedChecker, scripted_model, text_script
+from test_controller import A, B_RIGHT, B_WRONG, C, corrected_by_feedback
+from tiny import tiny_tokenizer
+
+from ewe import EWE, cli
+from ewe.config import EWEConfig
+from ewe.runner import RunError, finished_ids, read_prompts, run
+
+CONFIG = {
+    "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+    "retrieval": {"source": None},
+    "decoding": {"max_new_tokens": 120},
+    "controller": {"verify_trigger": "interval", "verify_interval": 4},
+}
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    """A config file, a prompts file, and `ewe` CLI commands that load the scripted model."""
+    config = tmp_path / "method.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    prompts = tmp_path / "prompts.jsonl"
+    rows = [{"id": f"p{i}", "prompt": f"Tell me a bio of person {i}.", "topic": f"person {i}"} for i in range(3)]
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    state = {"checker": ScriptedChecker(false={B_WRONG}), "interrupt_at": None, "calls": []}
+    model = scripted_model(text_script(corrected_by_feedback()))
+
+    def load(args):
+        cfg = EWEConfig.from_yaml(args.config, **cli._overrides(args))
+        ewe = EWE(model, tiny_tokenizer(), cfg, fact_checker=state["checker"])
+        real = ewe.generate
+
+        def generate(prompt, **kw):
+            state["calls"].append(prompt)
+            if prompt == state["interrupt_at"]:
+                raise KeyboardInterrupt
+            return real(prompt, **kw)
+
+        ewe.generate = generate
+        return ewe
+
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    return config, prompts, tmp_path / "out" / "results.jsonl", state
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_run_writes_answers_traces_and_a_summary(setup, capsys):
+    config, prompts, out, state = setup
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0
+    rows = lines(out)
+    assert [r["id"] for r in rows] == ["p0", "p1", "p2"] and rows[0]["topic"] == "person 0"
+    assert all(r["text"] == f"{A} {B_RIGHT} {C}" for r in rows)
+    assert all(any(e["type"] == "backtrack" for e in r["trace"]) for r in rows)
+    summary = json.loads(out.with_name("results.jsonl.summary.json").read_text())
+    assert summary["prompts"] == 3 and summary["backtracks"] == 3 and summary["failed_checks"] == 3
+    assert "backtracks 3" in capsys.readouterr().out
+
+
+def test_interrupted_run_keeps_finished_prompts_and_resumes(setup, capsys):
+    config, prompts, out, state = setup
+    argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]
+    state["interrupt_at"] = "Tell me a bio of person 1."
+    assert cli.main(argv) == 130
+    assert [r["id"] for r in lines(out)] == ["p0"]
+    state["interrupt_at"], state["calls"] = None, []
+    assert cli.main(argv) == 0
+    assert state["calls"] == ["Tell me a bio of person 1.", "Tell me a bio of person 2."]
+    assert [r["id"] for r in lines(out)] == ["p0", "p1", "p2"]
+    assert "resuming: 1 of 3" in capsys.readouterr().err
+    state["calls"] = []
+    assert cli.main(argv) == 0 and state["calls"] == []  # all done: nothing generated again
+
+
+def test_a_torn_last_line_is_cut_before_resuming(tmp_path):
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"id": "a", "text": "x"}\n{"id": "b", "te')
+    assert finished_ids(out) == {"a"}
+    assert out.read_text() == '{"id": "a", "text": "x"}\n'
+
+
+def test_resuming_with_another_configuration_is_refused(setup, capsys):
+    config, prompts, out, state = setup
+    argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", "1"]
+    assert cli.main(argv) == 0
+    with pytest.raises(SystemExit, match="another configuration.*controller.verify_interval"):
+        cli.main(argv + ["--verify-interval", "2"])
+    assert cli.main(argv + ["--verify-interval", "2", "--force", "--limit", "2"]) == 0
+    assert [r["id"] for r in lines(out)] == ["p0", "p1"]
+
+
+def test_set_overrides_any_key_and_bad_values_are_named(setup, capsys):
+    config, prompts, out, state = setup
+    argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", "1"]
+    assert cli.main(argv + ["--set", "controller.max_retries=0"]) == 0
+    row = lines(out)[0]  # no retries allowed: the first attempt stays
+    assert row["text"].startswith(f"{A} {B_WRONG}") and row["stats"]["backtracks"] == 0
+    assert cli.main(argv + ["--set", "controller.max_retries=-1", "--force"]) == 2
+    assert "controller.max_retries" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="SECTION.KEY=VALUE"):
+        cli.main(argv + ["--set", "max_retries"])
+
+
+def test_a_prompt_that_cannot_run_is_logged_and_the_rest_go_on(setup, capsys):
+    config, prompts, out, state = setup
+    long = "word " * 600
+    prompts.write_text(json.dumps({"id": "long", "prompt": long}) + "\n" + prompts.read_text())
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0
+    assert [r["id"] for r in lines(out)] == ["p0", "p1", "p2"]
+    [err] = lines(out.with_name("results.jsonl.errors.jsonl"))
+    assert err["id"] == "long" and "context" in err["error"]
+
+
+def test_bad_prompt_files_are_reported_line_by_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ok"}\nnot json\n{"prompt": ""}\n{"id": 1, "prompt": "dup"}\n')
+    with pytest.raises(RunError) as e:
+        read_prompts(bad)
+    msg = str(e.value)
+    assert "bad.jsonl:2: not JSON" in msg and "bad.jsonl:3" in msg and "duplicate id '1'" in msg
+
+
+def test_run_needs_a_config(setup):
+    _, prompts, out, _ = setup
+    with pytest.raises(SystemExit, match="--config is required"):
+        cli.main(["run", "--input", str(prompts), "--output", str(out)])
+
+
+def test_library_run_returns_the_summary(setup):
+    config, prompts, out, state = setup
+    ewe = EWE(scripted_model(text_script(corrected_by_feedback())), tiny_tokenizer(),
+              EWEConfig.from_yaml(config), fact_checker=ScriptedChecker(false={B_WRONG}))
+    summary = run(ewe, prompts, out, progress=False)
+    assert summary["prompts"] == 3 and summary["this_run"] == 3 and summary["pauses_verification"] > 0
+
+
+def test_check_command_prints_claims_and_verdicts(setup, capsys):
+    config, *_ = setup
+    assert cli.main(["check", B_WRONG, "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("needs rewrite: She was born in Paris.") and "[unsupported" in out
+    assert cli.main(["check", A, "--config", str(config), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["factual"] and data["verdicts"][0]["label"] == "supported"
