@@ -77,6 +77,8 @@ setup(
         "pyyaml>=6.0",
         "tqdm>=4.66",
         "pysbd>=0.3.4",
+        "matplotlib>=3.8",
+        "jinja2>=3.1",
     ],
     extras_require={"dev": ["pytest>=8", "ninja"]},
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},

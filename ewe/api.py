@@ -70,12 +70,14 @@ class EWE:
                 self._datastore = Datastore.load(source)
         return self._datastore
 
-    def retrieve(self, queries: list[str]) -> list[list]:
-        """The configured top passages (Hits) for each query, threshold and de-duplication applied."""
+    def retrieve(self, queries: list[str], k: int | None = None) -> list[list]:
+        """The top `k` (default retrieval.top_k) passages (Hits) for each query, with the configured
+        threshold and de-duplication."""
         ret = self.config.retrieval
         if self.datastore is None:
             return [[] for _ in queries]
-        return self.datastore.search(queries, k=ret.top_k, threshold=ret.threshold, dedup_sources=ret.dedup_sources)
+        return self.datastore.search(queries, k=k or ret.top_k, threshold=ret.threshold,
+                                     dedup_sources=ret.dedup_sources)
 
     @staticmethod
     def prompt_with_passages(prompt: str, passages: list[str]) -> str:
@@ -213,6 +215,10 @@ class EWE:
                 each prompt from the datastore (none when retrieval.source is null); []
                 decodes without memory, exactly as the unpatched model does. With
                 retrieval.placement "prompt" the passages are prepended as text instead.
+                With method "cove" the baseline never reads passages: given passages
+                are the evidence for every verification answer (in place of retrieval,
+                placed by cove.passages_placement); None retrieves cove.top_k per
+                question when cove.retrieval is on, else none.
             max_new_tokens, temperature, top_p, seed: override the configuration's decoding
                 settings; temperature 0 is greedy.
 
@@ -226,7 +232,14 @@ class EWE:
         """
         single, prompts, rows = self._check_prompts(prompt, passages)
         dec = self._decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-        if self.config.controller.active:
+        if self.config.method == "cove":
+            from .methods.cove import CoVe
+
+            ids = [self.prompt_ids(p, dec.system_prompt) for p in prompts]
+            self._check_lengths(prompts, ids, 0, dec.max_new_tokens)  # the baseline's prompt, before model work
+            cove = CoVe(self)
+            results = [cove.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        elif self.config.controller.active:
             from .controller import Controller
 
             controller = Controller(self, self._fact_checker)

@@ -181,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(k)
     k.set_defaults(func=cmd_check)
 
+    from .eval.cli import add_eval_commands
+
+    add_eval_commands(sub)
     from .bench import add_bench_commands
 
     add_bench_commands(sub, _add_model_options, _load_ewe)
@@ -198,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args) or 0
-    except (ConfigError, ValueError, TypeError, FileNotFoundError) as e:
+    except (ConfigError, ValueError, TypeError, FileNotFoundError, KeyError) as e:
         if args.verbose:
             raise
         print(f"ewe: error: {e}", file=sys.stderr)

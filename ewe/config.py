@@ -141,17 +141,43 @@ class CheckerConfig(_Section):
         return self
 
 
+class CoveConfig(_Section):
+    """The CoVe baseline (Chain-of-Verification, Dhuliawala et al. 2023), factor+revise.
+
+    Used only with `method: cove`: baseline answer, planned verification questions, each
+    answered on its own (optionally with retrieved passages), a cross-check per answer,
+    and a revised answer. Question, answer and check stages decode greedily; the baseline
+    and the revised answer use the decoding section.
+    """
+
+    retrieval: bool = Field(False, description="answer each verification question with passages retrieved for it")
+    top_k: int = Field(3, ge=1, le=64, description="passages retrieved per verification question")
+    passages_placement: Literal["memory", "prompt"] = Field(
+        "prompt", description='"prompt": the passages prepended as text; "memory": one memory unit each'
+    )
+    max_questions: int = Field(8, ge=1, le=100, description="verification questions kept, first ones first")
+    question_tokens: int = Field(128, ge=8, le=32_768, description="tokens for the planned list of questions")
+    answer_tokens: int = Field(48, ge=1, le=32_768, description="tokens for each verification answer")
+    check_tokens: int = Field(8, ge=1, le=1024, description="tokens for each consistency judgement")
+
+
 class EWEConfig(_Section):
+    method: Literal["ewe", "cove"] = Field(
+        "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification baseline'
+    )
     model: ModelConfig = ModelConfig()
     memory: MemoryConfig = MemoryConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     decoding: DecodingConfig = DecodingConfig()
     controller: ControllerConfig = ControllerConfig()
     checker: CheckerConfig = CheckerConfig()
+    cove: CoveConfig = CoveConfig()
 
     @model_validator(mode="after")
     def _consistent(self):
         ctl = self.controller
+        if self.method == "cove":
+            self._cove_consistent()
         if ctl.active and self.retrieval.placement == "prompt":
             raise ValueError("controller pauses need retrieval.placement 'memory' (feedback goes into memory units)")
         if ctl.retrieval_trigger != "never" and self.retrieval.source is None:
@@ -159,6 +185,24 @@ class EWEConfig(_Section):
         if ctl.retrieval_trigger != "never" and self.memory.retrieval_units == 0:
             raise ValueError("controller.retrieval_trigger needs memory.retrieval_units >= 1")
         return self
+
+    def _cove_consistent(self) -> None:
+        ctl, cove, ret = self.controller, self.cove, self.retrieval
+        if ctl.active:
+            raise ValueError(
+                "method 'cove' runs its own stages and takes no controller pauses (got controller.retrieval_trigger="
+                f"{ctl.retrieval_trigger!r}, controller.verify_trigger={ctl.verify_trigger!r}); set both to 'never' "
+                "or use method 'ewe'"
+            )
+        if cove.retrieval and ret.source is None:
+            raise ValueError("cove.retrieval needs a retrieval.source (e.g. 'embedded' or a datastore folder)")
+        if cove.passages_placement == "memory":
+            if ret.placement == "prompt":
+                raise ValueError("cove.passages_placement 'memory' conflicts with retrieval.placement 'prompt'; "
+                                 "set retrieval.placement to 'memory' (cove.passages_placement decides for CoVe)")
+            if cove.retrieval and cove.top_k > self.memory.retrieval_units:
+                raise ValueError(f"cove.top_k={cove.top_k} passages do not fit "
+                                 f"memory.retrieval_units={self.memory.retrieval_units}")
 
     @classmethod
     def build(cls, data: dict | None = None, **overrides) -> "EWEConfig":

@@ -9,7 +9,7 @@ class GenerationResult:
     """One prompt's answer, with what produced it.
 
     `trace` (controlled runs) lists every pause, retrieval, check, backtrack and memory
-    change as JSON-ready dicts; `sentences` gives each final sentence with whether it
+    change as JSON-ready dicts (with method "cove": every CoVe stage); `sentences` gives each final sentence with whether it
     was checked and how many of its attempts failed.
     """
 

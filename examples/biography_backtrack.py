@@ -47,4 +47,6 @@ final = {s["start"]: s["text"] for s in result.sentences}
 for e in backtracks:
     removed = split_sentences(e["removed_text"])[:1]
     print(f"- removed: {removed[0] if removed else e['removed_text'].strip()!r}")
-    print(f"  now at its place: {final.get(e['start_token'], '(nothing: the answer ended or moved on)')!r}")
+    now = final.get(e["start_token"], "(nothing: the answer ended or moved on)")
+    same = removed and now == removed[0]
+    print(f"  now at its place: {now!r}" + (" (the rewrite came out the same; kept when retries ended)" if same else ""))

@@ -108,13 +108,12 @@ class ControlledRun:
         hits = self.ewe.retrieve([query])[0]
         t1 = time.perf_counter()
         self.seconds["retrieve"] += t1 - t0
-        change = {"added": [], "evicted": [], "present": []}
+        event = self.trace.add("retrieve", why=why, query=query, hits=_hits(hits), added=[], evicted=[], present=[])
         if hits:
             meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
             change = self._add_units([h.text for h in hits], "retrieval", meta, f"retrieval ({why})")
-        self.trace.add("retrieve", why=why, query=query, hits=_hits(hits), added=change["added"],
-                       evicted=change["evicted"], present=change["present"],
-                       seconds={"search": round(t1 - t0, 4), "encode": round(time.perf_counter() - t1, 4)})
+            event.update(added=change["added"], evicted=change["evicted"], present=change["present"])
+        event["seconds"] = {"search": round(t1 - t0, 4), "encode": round(time.perf_counter() - t1, 4)}
         return hits
 
     # -- backtracking --------------------------------------------------------------------

@@ -10,7 +10,9 @@ import json
 import textwrap
 import time
 
-EVENT_TYPES = ("retrieve", "pause", "check", "backtrack", "retries_exhausted", "memory", "finish", "error")
+EVENT_TYPES = ("retrieve", "pause", "check", "backtrack", "retries_exhausted", "memory", "finish", "error",
+               # the CoVe baseline's stages (ewe/methods/cove.py)
+               "cove_baseline", "cove_questions", "cove_answer", "cove_check", "cove_revise")
 
 
 class Trace:
@@ -74,4 +76,23 @@ def render(events: list[dict], width: int = 100) -> str:
             say(f"{at} finish: {e['reason']}; {e['new_tokens']} tokens kept of {e['decoded_tokens']} decoded")
         elif kind == "error":
             say(f"{at} error in {e['where']}: {e['message']}")
+        elif kind == "cove_baseline":
+            say(f"{at} CoVe baseline ({e['tokens']} tokens, {e['finish_reason']})", e["text"].strip())
+        elif kind == "cove_questions":
+            how = "fallback: one per baseline sentence" if e["fallback"] else "parsed from the plan"
+            dropped = f", {e['dropped']} over cove.max_questions dropped" if e["dropped"] else ""
+            say(f"{at} CoVe plan: {len(e['questions'])} question(s), {how}{dropped}")
+            for i, q in enumerate(e["questions"], 1):
+                out.append(textwrap.fill(f"{i}. {q}", width, initial_indent="      ", subsequent_indent="         "))
+        elif kind == "cove_answer":
+            titles = ", ".join(p.get("title") or "given" for p in e["passages"])
+            source = f" [{e['placement']}: {titles or 'no passage'}]" if e["placement"] else ""
+            say(f"{at} CoVe answer #{e['index']}{source}: {e['question']}", f"A: {e['answer']}")
+        elif kind == "cove_check":
+            say(f"{at} CoVe check #{e['index']} -> {e['judgement']}: {e['claim']}",
+                f"Q: {e['question']} A: {e['answer']}")
+        elif kind == "cove_revise":
+            head = (f"kept the baseline ({e['skipped']})" if e["skipped"]
+                    else f"revised ({len(e['inconsistent'])} inconsistency(ies), {e['tokens']} tokens)")
+            say(f"{at} CoVe {head}", e["text"].strip())
     return "\n".join(out)

@@ -1,0 +1,108 @@
+"""`ewe eval prompts | score | run`: prompt sets, scoring results files, and whole comparisons."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def _sweeps(items: list[str]) -> dict[str, list]:
+    out = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        if not sep or "." not in key or not values:
+            raise SystemExit(f"ewe eval: --sweep {item!r}: expected SECTION.KEY=V1,V2,... e.g. memory.retrieval_units=1,2,4")
+        out[key] = [yaml.safe_load(v) for v in values.split(",")]
+    return out
+
+
+def _print_table(summaries: list[dict]) -> None:
+    print(f"{'dataset':<10}{'method':<16}{'n':>4}{'K':>4}{'prec':>7}{'rec':>7}{'F1':>7}{'claims':>8}{'tokens':>8}"
+          f"{'s/prompt':>9}{'pauses':>8}{'backtr':>8}")
+    for s in summaries:
+        print(f"{s['dataset']:<10}{s['method']:<16}{s['n']:>4}{s['K']:>4}{100 * s['precision']:>7.1f}"
+              f"{100 * s['recall']:>7.1f}{100 * s['f1']:>7.1f}{s['claims_per_response']:>8.1f}{s['tokens']:>8.1f}"
+              f"{s['seconds_per_prompt']:>9.1f}{s['pauses']:>8.1f}{s['backtracks']:>8.1f}")
+
+
+def cmd_prompts(args) -> int:
+    from .prompts import SUFFIX, prompt_set, write_prompts
+
+    rows = prompt_set(args.set, args.n, args.seed, None if args.no_suffix else SUFFIX)
+    if args.output:
+        write_prompts(rows, Path(args.output))
+        print(f"ewe eval: {len(rows)} prompts written to {args.output}", file=sys.stderr)
+    else:
+        for r in rows:
+            print(json.dumps(r, ensure_ascii=False))
+    return 0
+
+
+def cmd_score(args) -> int:
+    from .harness import score_files
+
+    result = score_files([Path(r) for r in args.results], Path(args.out), eval_config=args.eval_config,
+                         dataset=args.dataset, K=args.K, use_articles=not args.no_articles)
+    _print_table(result["summaries"])
+    print(f"report: {result['report'].get('index.html', args.out)}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .harness import run_eval
+    from .prompts import SUFFIX
+
+    overrides = {"decoding.max_new_tokens": args.max_new_tokens, "decoding.temperature": 0.0}
+    result = run_eval(args.methods.split(","), args.datasets.split(","), Path(args.out), n=args.n, seed=args.seed,
+                      suffix=None if args.no_suffix else SUFFIX, eval_config=args.eval_config, overrides=overrides,
+                      sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method, sweep_n=args.sweep_n,
+                      use_articles=not args.no_articles)
+    _print_table(result["summaries"])
+    for row in result["sweeps"]:
+        print(f"sweep {row['param']}={row['value']}: F1 {100 * row['f1']:.1f} (P {100 * row['precision']:.1f}, "
+              f"R {100 * row['recall']:.1f}, n={row['n']})")
+    print(f"report: {result['report'].get('index.html', args.out)}")
+    return 0
+
+
+def add_eval_commands(sub) -> None:
+    from .harness import CONFIGS
+
+    ev = sub.add_parser("eval", help="factuality evaluation: prompt sets, a local VeriScore-style score, reports")
+    which = ev.add_subparsers(dest="eval", required=True)
+
+    p = which.add_parser("prompts", help="write a prompt set drawn from the embedded Wikipedia")
+    p.add_argument("set", choices=["bio", "objects"])
+    p.add_argument("--n", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-suffix", action="store_true", help="leave out the 'Provide as many specific details' suffix")
+    p.add_argument("--output", help="JSONL file (default: print)")
+    p.set_defaults(func=cmd_prompts)
+
+    s = which.add_parser("score", help="score results files (one method each) and write details and a report")
+    s.add_argument("results", nargs="+", help="JSONL results of ewe run / ewe generate (file stem = method name)")
+    s.add_argument("--out", required=True, help="folder for details, summary.json and report/")
+    s.add_argument("--dataset", default="custom", help="the name the table gives these prompts")
+    s.add_argument("--K", type=int, help="claims needed for full recall (default: the median over the files)")
+    s.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"), help="the checker to score with")
+    s.add_argument("--no-articles", action="store_true", help="datastore evidence only, not the prompt's article")
+    s.set_defaults(func=cmd_score)
+
+    r = which.add_parser("run", help="run methods on prompt sets, score and report (resumable)")
+    r.add_argument("--methods", default="bare,ra,flare,cove,ewe",
+                   help="comma-separated config names (configs/NAME.yaml) or YAML paths")
+    r.add_argument("--datasets", default="bio,objects", help="comma-separated: bio, objects, or JSONL paths")
+    r.add_argument("--n", type=int, default=30, help="prompts per dataset")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--no-suffix", action="store_true")
+    r.add_argument("--max-new-tokens", type=int, default=256, help="the same for every method")
+    r.add_argument("--out", required=True)
+    r.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"))
+    r.add_argument("--no-articles", action="store_true")
+    r.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="also run --sweep-method at each value on the first dataset (repeatable)")
+    r.add_argument("--sweep-method", default="ewe")
+    r.add_argument("--sweep-n", type=int, help="prompts per swept value (default: all of the first dataset)")
+    r.set_defaults(func=cmd_run)

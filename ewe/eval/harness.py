@@ -1,0 +1,148 @@
+"""`ewe eval run`: every method on every prompt set with the same decoding settings, then
+scores and a report, all under one output folder and all resumable.
+
+    OUT/prompts/<dataset>.jsonl           the prompts used
+    OUT/<dataset>/<method>.jsonl          generations (ewe run's format: text, trace, stats)
+    OUT/<dataset>/<method>.details.jsonl  claims, verdicts, evidence, scores per response
+    OUT/sweeps/<param>=<value>/...        the same for each swept value
+    OUT/summary.json, OUT/report/         the table, plots, HTML page and audit sample
+
+Methods are configuration files (configs/<name>.yaml or a path); they share one loaded
+model and one datastore where their settings agree.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..config import EWEConfig
+from ..runner import run as run_prompts, write_json_atomic
+from .prompts import SUFFIX, load_prompts, write_prompts
+from .scorer import Scorer, apply_scores, score_dataset, summarize, write_jsonl_atomic
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "ewe")
+
+
+def config_path(method: str) -> Path:
+    path = Path(method) if method.endswith((".yaml", ".yml")) else CONFIGS / f"{method}.yaml"
+    if not path.exists():
+        raise FileNotFoundError(f"method {method!r}: no configuration {path} (methods: {', '.join(METHODS)} "
+                                "or a YAML path)")
+    return path
+
+
+def method_name(method: str) -> str:
+    return Path(method).stem if method.endswith((".yaml", ".yml")) else method
+
+
+class Loader:
+    """EWE instances for configurations, sharing the model and datastores where they agree."""
+
+    def __init__(self):
+        self.models: dict[str, tuple] = {}
+        self.datastores: dict[tuple, object] = {}
+
+    def load(self, config: EWEConfig):
+        from ..api import EWE
+        from ..models import load_model
+
+        key = json.dumps(config.model.model_dump(), sort_keys=True)
+        if key not in self.models:
+            self.models[key] = load_model(config.model.name, config.model.dtype, config.model.device)[:2]
+        model, tokenizer = self.models[key]
+        ewe = EWE(model, tokenizer, config)
+        ds_key = (key, config.retrieval.source, config.memory.unit_tokens, config.memory.unit_start_token)
+        if config.retrieval.source is not None:
+            if ds_key not in self.datastores:
+                self.datastores[ds_key] = ewe.datastore
+            ewe._datastore = self.datastores[ds_key]
+        return ewe
+
+
+def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30, seed: int = 0,
+             suffix: str | None = SUFFIX, eval_config: str | Path = CONFIGS / "eval.yaml",
+             overrides: dict | None = None, sweeps: dict[str, list] | None = None, sweep_method: str = "ewe",
+             sweep_n: int | None = None, use_articles: bool = True, progress: bool = True,
+             loader: Loader | None = None) -> dict:
+    """Generate, score and report; returns {"summaries", "sweeps", "report"}."""
+    overrides = dict(overrides or {})
+    configs = {method_name(m): EWEConfig.from_yaml(config_path(m), **overrides) for m in methods}  # fail early
+    loader = loader or Loader()
+    out.mkdir(parents=True, exist_ok=True)
+    prompt_files = {}
+    for ds in datasets:
+        path = out / "prompts" / f"{Path(ds).stem}.jsonl"
+        if not path.exists():
+            write_prompts(load_prompts(ds, n, seed, suffix), path)
+        prompt_files[Path(ds).stem] = path
+    for ds, prompts in prompt_files.items():
+        for name, cfg in configs.items():
+            run_prompts(loader.load(cfg), prompts, out / ds / f"{name}.jsonl", progress=progress)
+
+    scorer = Scorer(loader.load(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    summaries, dataset_k = [], {}
+    for ds in prompt_files:
+        runs = {name: scorer.check_file(out / ds / f"{name}.jsonl", out / ds / f"{name}.details.jsonl", name, ds,
+                                        progress) for name in configs}
+        dataset_k[ds] = score_dataset(runs)
+        for name, rows in runs.items():
+            path = out / ds / f"{name}.details.jsonl"
+            write_jsonl_atomic(path, rows)
+            summaries.append(summarize(rows, name, ds, dataset_k[ds], scorer.checker_name, path))
+
+    sweep_rows = []
+    for param, values in (sweeps or {}).items():
+        ds = next(iter(prompt_files))
+        base = config_path(sweep_method)
+        for value in values:
+            folder = out / "sweeps" / f"{param}={value}"
+            prompts = prompt_files[ds]
+            if sweep_n:
+                sub = folder / "prompts.jsonl"
+                if not sub.exists():
+                    folder.mkdir(parents=True, exist_ok=True)
+                    sub.write_text("".join(prompts.read_text(encoding="utf-8").splitlines(True)[:sweep_n]))
+                prompts = sub
+            cfg = EWEConfig.from_yaml(base, **{**overrides, param: value})
+            results = folder / f"{method_name(sweep_method)}.jsonl"
+            run_prompts(loader.load(cfg), prompts, results, progress=progress)
+            rows = scorer.check_file(results, folder / "details.jsonl", method_name(sweep_method), ds, progress)
+            apply_scores(rows, dataset_k[ds])
+            write_jsonl_atomic(folder / "details.jsonl", rows)
+            s = summarize(rows, method_name(sweep_method), ds, dataset_k[ds], scorer.checker_name,
+                          folder / "details.jsonl")
+            sweep_rows.append({"param": param, "value": value, **{k: s[k] for k in ("method", "dataset", "precision",
+                                                                                     "recall", "f1", "n")}})
+    from .report import write_report
+
+    report = write_report(summaries, out / "report", sweeps=sweep_rows or None)
+    result = {"summaries": summaries, "sweeps": sweep_rows, "K": dataset_k,
+              "report": {k: str(v) for k, v in report.items()}}
+    write_json_atomic(out / "summary.json", result)
+    return result
+
+
+def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CONFIGS / "eval.yaml",
+                dataset: str = "custom", K: int | None = None, use_articles: bool = True, progress: bool = True,
+                loader: Loader | None = None) -> dict:
+    """`ewe eval score`: score results files (one method each, named by file stem) as one dataset."""
+    loader = loader or Loader()
+    scorer = Scorer(loader.load(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    out.mkdir(parents=True, exist_ok=True)
+    names = [Path(r).stem for r in results]
+    if len(set(names)) != len(names):
+        raise ValueError(f"results files need distinct names (they name the methods): {names}")
+    runs = {name: scorer.check_file(Path(r), out / f"{name}.details.jsonl", name, dataset, progress)
+            for name, r in zip(names, results)}
+    K = score_dataset(runs, K)
+    summaries = []
+    for name, rows in runs.items():
+        write_jsonl_atomic(out / f"{name}.details.jsonl", rows)
+        summaries.append(summarize(rows, name, dataset, K, scorer.checker_name, out / f"{name}.details.jsonl"))
+    from .report import write_report
+
+    report = write_report(summaries, out / "report")
+    result = {"summaries": summaries, "K": {dataset: K}, "report": {k: str(v) for k, v in report.items()}}
+    write_json_atomic(out / "summary.json", result)
+    return result

@@ -1,0 +1,78 @@
+"""Prompt sets for long-form factuality runs, drawn from the embedded Wikipedia so every
+prompt's subject has an article in the datastore (and the score can check against it).
+
+    bio       "Tell me a bio of <person>."  (articles with topic People; the paper's Biography)
+    objects   "What can you tell me about <entity>?"  (other topics, LongFact-objects-style)
+
+The appendix A suffix ("Provide as many specific details and examples as possible ...")
+is appended unless `suffix=None`. Sampling is seeded and stratified by topic for objects.
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from .. import wiki
+
+SUFFIX = ("Provide as many specific details and examples as possible (such as names of people, numbers, "
+          "events, locations, dates, times, etc.)")
+SETS = ("bio", "objects")
+_SKIP_TOPICS = {"People", "Uncategorized"}
+
+
+def _with_suffix(prompt: str, suffix: str | None) -> str:
+    return f"{prompt} {suffix}" if suffix else prompt
+
+
+def prompt_set(name: str, n: int = 30, seed: int = 0, suffix: str | None = SUFFIX) -> list[dict]:
+    """`n` prompts of set `name`: {"id", "prompt", "topic" (the article title), "dataset"}."""
+    if name not in SETS:
+        raise ValueError(f"prompt set {name!r} is not one of {SETS}; for your own prompts pass a JSONL file")
+    if n < 1:
+        raise ValueError(f"n={n} must be at least 1")
+    entries = [e for e in wiki.summaries().values() if len(e.get("extract", "")) >= 200]
+    rng = random.Random(seed)
+    if name == "bio":
+        pool = sorted((e for e in entries if e.get("topic") == "People"), key=lambda e: e["title"])
+        chosen = rng.sample(pool, min(n, len(pool)))
+        template = "Tell me a bio of {}."
+    else:
+        by_topic: dict[str, list[dict]] = {}
+        for e in entries:
+            if e.get("topic") not in _SKIP_TOPICS:
+                by_topic.setdefault(e["topic"], []).append(e)
+        for items in by_topic.values():
+            items.sort(key=lambda e: e["title"])
+            rng.shuffle(items)
+        chosen, topics = [], sorted(by_topic)
+        while len(chosen) < n and any(by_topic.values()):
+            for t in topics:  # round-robin over topics
+                if by_topic[t] and len(chosen) < n:
+                    chosen.append(by_topic[t].pop())
+        template = "What can you tell me about {}?"
+    return [
+        {"id": f"{name}-{i:04d}", "prompt": _with_suffix(template.format(e["title"]), suffix), "topic": e["title"],
+         "dataset": name}
+        for i, e in enumerate(chosen, 1)
+    ]
+
+
+def load_prompts(source: str, n: int | None = None, seed: int = 0, suffix: str | None = SUFFIX) -> list[dict]:
+    """A named set ("bio", "objects") or a JSONL file of {"id"?, "prompt", "topic"?} lines."""
+    if source in SETS:
+        return prompt_set(source, n or 30, seed, suffix)
+    from ..runner import read_prompts
+
+    rows = read_prompts(Path(source))
+    dataset = Path(source).stem
+    for row in rows:
+        row.setdefault("dataset", dataset)
+        if row.get("topic") is not None and row["topic"] not in wiki.summaries():
+            row["topic_missing"] = True  # scored against the datastore only
+    return rows[:n] if n else rows
+
+
+def write_prompts(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

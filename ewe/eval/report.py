@@ -1,0 +1,484 @@
+"""Reports a person can read at a glance, from scored evaluation runs.
+
+`write_report(summaries, out_dir)` writes into out_dir:
+
+- results.md / results.csv: one row per method, grouped per dataset (Markdown rounded
+  like the EWE paper, CSV with the raw numbers);
+- f1_by_method.png, and sweep_<param>.png per swept parameter (F1, precision, recall
+  against the value, one colour per method / dataset, like the paper's section 5 figures);
+- index.html: one self-contained page with the tables, the plots and every response,
+  sentence by sentence, each claim's verdict colour-coded with its evidence;
+- audit.jsonl / audit.md: a seeded random sample of checked claims, every label present
+  at least once, with an empty "human_label" to fill in, to judge the metric itself.
+
+All input is checked before anything is written, and every file is written to a
+temporary file beside it and then os.replace'd, so a report is never half written.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+LABELS = ("supported", "unsupported", "not_enough_evidence")
+NUMBER_KEYS = ("n", "K", "precision", "recall", "f1", "claims_per_response", "supported_per_response",
+               "tokens", "seconds_per_prompt", "pauses", "backtracks")
+SUMMARY_KEYS = ("method", "dataset") + NUMBER_KEYS + ("checker", "details")
+SWEEP_KEYS = ("param", "value", "method", "dataset", "precision", "recall", "f1")
+RESPONSE_KEYS = ("id", "prompt", "response", "sentences", "n_claims", "n_supported", "precision", "recall", "f1")
+
+# Markdown/HTML table: (header, summary key, formatter name).
+COLUMNS = (
+    ("Method", "method", "text"), ("n", "n", "int"), ("Precision", "precision", "pct"),
+    ("Recall", "recall", "pct"), ("F1@K", "f1", "pct"), ("K", "K", "int"),
+    ("Claims/resp", "claims_per_response", "one"), ("Supported/resp", "supported_per_response", "one"),
+    ("Tokens", "tokens", "zero"), ("s/prompt", "seconds_per_prompt", "two"), ("Pauses", "pauses", "one"),
+    ("Backtracks", "backtracks", "one"), ("Checker", "checker", "text"),
+)
+_F1_COL = [key for _, key, _ in COLUMNS].index("f1")
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _fmt(value, kind: str) -> str:
+    """One cell: rates as percentages with one decimal (the paper's style), NaN / None as a dash."""
+    if kind == "text":
+        return str(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if kind == "pct":
+        return f"{100 * value:.1f}"
+    if kind == "int":
+        return str(int(value))
+    digits = {"zero": 0, "one": 1, "two": 2, "three": 3}[kind]
+    return f"{value:.{digits}f}"
+
+
+def _pct(value) -> str:
+    return _fmt(value, "pct")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# ---------------------------------------------------------------- input checks
+
+
+def _require(record, keys, where: str) -> None:
+    """Name every missing key at once, so one fix-up round is enough."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected an object, got {type(record).__name__}")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise ValueError(f"{where}: missing key(s) {', '.join(missing)}")
+
+
+def _require_numbers(record: dict, keys, where: str, allow_none: bool = False) -> None:
+    for key in keys:
+        value = record[key]
+        if not (_is_number(value) or (allow_none and value is None)):
+            raise ValueError(f"{where}: {key} must be a number, got {value!r}")
+
+
+def _check_summaries(summaries) -> None:
+    if not summaries:
+        raise ValueError("summaries is empty: nothing to report")
+    seen = set()
+    for i, s in enumerate(summaries):
+        where = f"summary {i}" + (f" ({s.get('method')} / {s.get('dataset')})" if isinstance(s, dict) else "")
+        _require(s, SUMMARY_KEYS, where)
+        _require_numbers(s, NUMBER_KEYS, where)
+        pair = (s["method"], s["dataset"])
+        if pair in seen:
+            raise ValueError(f"{where}: method {pair[0]!r} on dataset {pair[1]!r} appears twice")
+        seen.add(pair)
+
+
+def _check_sweeps(sweeps) -> None:
+    for i, p in enumerate(sweeps):
+        where = f"sweep point {i}"
+        _require(p, SWEEP_KEYS, where)
+        _require_numbers(p, ("value", "precision", "recall", "f1"), where)
+
+
+def _check_claim(claim, where: str) -> None:
+    _require(claim, ("text", "label", "score"), where)
+    if claim["label"] not in LABELS:
+        raise ValueError(f"{where}: label {claim['label']!r} is not one of {', '.join(LABELS)}")
+    _require_numbers(claim, ("score",), where, allow_none=True)
+    evidence = claim.get("evidence") or []
+    if not isinstance(evidence, list):
+        raise ValueError(f"{where}: evidence must be a list")
+    for k, e in enumerate(evidence):
+        _require(e, ("title", "text"), f"{where}, evidence {k}")
+
+
+def _check_response(rec, summary: dict, where: str) -> None:
+    """One details line: the fields the page and the audit read, and that it belongs to its summary."""
+    _require(rec, RESPONSE_KEYS, where)
+    for key in ("method", "dataset"):
+        if key in rec and rec[key] != summary[key]:
+            raise ValueError(f"{where}: {key} {rec[key]!r} does not match its summary's {summary[key]!r}")
+    if not isinstance(rec["sentences"], list):
+        raise ValueError(f"{where}: sentences must be a list")
+    for j, sent in enumerate(rec["sentences"]):
+        _require(sent, ("text", "claims"), f"{where}, sentence {j}")
+        if not isinstance(sent["claims"], list):
+            raise ValueError(f"{where}, sentence {j}: claims must be a list")
+        for c, claim in enumerate(sent["claims"]):
+            _check_claim(claim, f"{where}, sentence {j}, claim {c}")
+
+
+def _load_details(summary: dict) -> list[dict]:
+    """Every response of one summary's details JSONL (relative paths: from the current directory)."""
+    path = Path(summary["details"])
+    label = f"{summary['method']} / {summary['dataset']}"
+    if not path.is_file():
+        raise FileNotFoundError(f"details file for {label} not found: {path}")
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: not valid JSON ({e.msg})") from None
+            _check_response(rec, summary, where)
+            records.append(rec)
+    return records
+
+
+# ---------------------------------------------------------------- atomic writes
+
+
+def _write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for reading
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+# ---------------------------------------------------------------- tables
+
+
+def _by_dataset(summaries: list[dict]) -> dict[str, list[dict]]:
+    """Summaries grouped per dataset, both in first-seen order (the order the harness ran them)."""
+    groups: dict[str, list[dict]] = {}
+    for s in summaries:
+        groups.setdefault(s["dataset"], []).append(s)
+    return groups
+
+
+def _table_rows(summaries: list[dict]) -> list[dict]:
+    """Per dataset, formatted cells for each method and which one has the best F1 (bolded)."""
+    tables = []
+    for dataset, rows in _by_dataset(summaries).items():
+        f1s = [r["f1"] for r in rows if not math.isnan(r["f1"])]
+        best = max(f1s) if f1s else None
+        tables.append({"dataset": dataset, "rows": [
+            {"cells": [_fmt(r[key], kind) for _, key, kind in COLUMNS], "best": r["f1"] == best}
+            for r in rows]})
+    return tables
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _results_md(summaries: list[dict], title: str) -> str:
+    headers = [h for h, _, _ in COLUMNS]
+    lines = [f"# {title}", "",
+             "Precision, recall and F1@K in %; claims, tokens, pauses and backtracks are means per response; "
+             "the best F1 per dataset is in bold.", ""]
+    for table in _table_rows(summaries):
+        lines += [f"## {_md_cell(table['dataset'])}", "",
+                  "| " + " | ".join(headers) + " |",
+                  "|" + "|".join(":---" if i == 0 or h == "Checker" else "---:" for i, h in enumerate(headers)) + "|"]
+        for row in table["rows"]:
+            cells = [_md_cell(c) for c in row["cells"]]
+            if row["best"]:
+                cells[_F1_COL] = f"**{cells[_F1_COL]}**"
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _results_csv(summaries: list[dict]) -> str:
+    """Raw numbers (repr precision), so the CSV reads back to exactly what was scored."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(SUMMARY_KEYS), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for s in summaries:
+        writer.writerow({**s, "details": str(s["details"])})
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _png(fig) -> bytes:
+    """PNG bytes, so the file itself can be written atomically like the others."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _new_figure(width: float, height: float):
+    """A Figure outside pyplot: no global backend switch, no figure leaks, safe in threads."""
+    return Figure(figsize=(width, height))
+
+
+def _bar_chart(summaries: list[dict]) -> bytes:
+    """F1 of every method, bars grouped (and centred) per dataset, one colour per method, values on top."""
+    groups = _by_dataset(summaries)
+    colours = {m: f"C{i % 10}" for i, m in enumerate(dict.fromkeys(s["method"] for s in summaries))}
+    width = 0.8 / max(len(rows) for rows in groups.values())
+    fig = _new_figure(max(5.0, 1.5 + width * len(summaries) * 1.6), 3.8)
+    ax = fig.add_subplot()
+    for d, rows in enumerate(groups.values()):
+        rows = [r for r in rows if not math.isnan(r["f1"])]
+        for m, r in enumerate(rows):
+            x = d + width * (m - (len(rows) - 1) / 2)
+            bars = ax.bar([x], [100 * r["f1"]], width, color=colours[r["method"]])
+            ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_ylabel("F1@K (%)")
+    ax.set_title("F1@K by method")
+    ax.set_ylim(0, 105)
+    handles = [Patch(color=c, label=m) for m, c in colours.items()]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(fig)
+
+
+def _sweep_chart(param: str, points: list[dict]) -> bytes:
+    """F1 (thick) with precision and recall (thin) against one swept value, a colour per method / dataset."""
+    fig = _new_figure(6.4, 4.0)
+    ax = fig.add_subplot()
+    series: dict[tuple, list[dict]] = {}
+    for p in points:
+        series.setdefault((p["method"], p["dataset"]), []).append(p)
+    for i, ((method, dataset), pts) in enumerate(series.items()):
+        pts = sorted(pts, key=lambda p: p["value"])
+        xs, colour = [p["value"] for p in pts], f"C{i % 10}"
+        ax.plot(xs, [100 * p["f1"] for p in pts], color=colour, lw=2.2, marker="o", label=f"{method} / {dataset}")
+        ax.plot(xs, [100 * p["precision"] for p in pts], color=colour, lw=0.9, ls="--", marker=".")
+        ax.plot(xs, [100 * p["recall"] for p in pts], color=colour, lw=0.9, ls=":", marker=".")
+    values = sorted({p["value"] for p in points})
+    if all(float(v).is_integer() for v in values) and len(values) <= 12:
+        ax.set_xticks(values)
+    styles = [Line2D([], [], color="grey", lw=2.2, label="F1@K"),
+              Line2D([], [], color="grey", lw=0.9, ls="--", label="precision"),
+              Line2D([], [], color="grey", lw=0.9, ls=":", label="recall")]
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + styles, fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
+    ax.set_xlabel(param)
+    ax.set_ylabel("%")
+    ax.set_title(f"F1@K, precision, recall vs {param}")
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def _sweep_files(sweeps: list[dict]) -> dict[str, list[dict]]:
+    """File name -> that parameter's points; distinct params never share a name."""
+    by_param: dict[str, list[dict]] = {}
+    for p in sweeps:
+        by_param.setdefault(p["param"], []).append(p)
+    files, used = {}, set()
+    for param, points in by_param.items():
+        stem = "sweep_" + (re.sub(r"[^A-Za-z0-9]+", "_", str(param)).strip("_") or "param")
+        name, n = f"{stem}.png", 2
+        while name in used:
+            name, n = f"{stem}_{n}.png", n + 1
+        used.add(name)
+        files[name] = points
+    return files
+
+
+# ---------------------------------------------------------------- audit sample
+
+
+def _all_claims(runs: list[tuple[dict, list[dict]]]) -> list[dict]:
+    """Every checked claim with what a person needs to judge it, in input order."""
+    claims = []
+    for summary, records in runs:
+        for rec in records:
+            for sent in rec["sentences"]:
+                for claim in sent["claims"]:
+                    claims.append({
+                        "method": summary["method"], "dataset": summary["dataset"], "id": rec["id"],
+                        "prompt": rec["prompt"], "sentence": sent["text"], "claim": claim["text"],
+                        "label": claim["label"], "score": claim["score"], "error": claim.get("error"),
+                        "evidence": claim.get("evidence") or [], "human_label": ""})
+    return claims
+
+
+def _sample_indices(labels: list[str], size: int, rng: random.Random) -> list[int]:
+    """`size` indices, at least one per label present (when size allows), the rest uniform."""
+    if size >= len(labels):
+        chosen = list(range(len(labels)))
+    else:
+        by_label: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            by_label.setdefault(label, []).append(i)
+        present = sorted(by_label)
+        rng.shuffle(present)  # decides which labels are kept when size < number of labels
+        chosen = [rng.choice(by_label[label]) for label in present[:size]]
+        taken = set(chosen)
+        rest = [i for i in range(len(labels)) if i not in taken]
+        chosen += rng.sample(rest, size - len(chosen))
+    rng.shuffle(chosen)  # mixed order, so a reader's judgement is not anchored by runs of one verdict
+    return chosen
+
+
+def _audit_sample(claims: list[dict], size: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    picked = _sample_indices([c["label"] for c in claims], size, rng)
+    return [{"audit_id": n, **claims[i]} for n, i in enumerate(picked, 1)]
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line for line in str(text).splitlines() or [""])
+
+
+def _audit_md(sample: list[dict], title: str) -> str:
+    lines = [f"# {title}: claim audit", "",
+             f"{len(sample)} checked claims drawn at random. For each, decide whether the claim is true "
+             "given the evidence (supported / unsupported / not_enough_evidence) and write it into "
+             "`human_label` in audit.jsonl; agreement with `label` measures the metric itself.", ""]
+    for a in sample:
+        lines += [f"## {a['audit_id']}. {a['label']} (score {_fmt(a['score'], 'three')})", "",
+                  f"*{a['method']} / {a['dataset']}, response {a['id']}*", "",
+                  "Sentence:", "", _quote(a["sentence"]), "", f"Claim: **{a['claim']}**", ""]
+        if a["error"]:
+            lines += [f"Checker error: {a['error']}", ""]
+        for e in a["evidence"]:
+            lines += [f"- *{e['title']}* ({_fmt(e.get('score'), 'three')}): {e['text']}"]
+        if not a["evidence"]:
+            lines.append("- (no evidence)")
+        lines += ["", "Human label: ____", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- HTML page
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;line-height:1.45;color:#222}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.92em}
+th,td{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}
+th:first-child,td:first-child,td:last-child{text-align:left}
+th{background:#f4f4f4} td.best{font-weight:bold}
+img{max-width:100%;border:1px solid #eee}
+details{margin:.25rem 0} summary{cursor:pointer}
+.sentence{margin:.7rem 0 .2rem}
+.claim{margin:.15rem 0 .15rem 1.5rem;padding:.15rem .5rem;border-left:4px solid #999}
+.supported{border-color:#2e7d32;background:#e8f5e9}
+.unsupported{border-color:#c62828;background:#ffebee}
+.not_enough_evidence{border-color:#f9a825;background:#fff8e1}
+.verdict{font-weight:bold;font-size:.8em;text-transform:uppercase}
+.evidence{margin-left:1rem;font-size:.9em;color:#444}
+.muted{color:#777;font-size:.9em} pre{white-space:pre-wrap;background:#fafafa;padding:.5rem}
+</style></head><body>
+<h1>{{ title }}</h1>
+<p>Verdicts: {% for label in labels %}<span class="claim {{ label }}">{{ label }}</span> {% endfor %}</p>
+<p class="muted">Precision, recall and F1@K in %; other columns are means per response. Claim sample for a
+human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl</a>.</p>
+<h2>Results</h2>
+{% for table in tables %}<h3>{{ table.dataset }}</h3>
+<table><thead><tr>{% for h in headers %}<th>{{ h }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in table.rows %}<tr>{% for c in row.cells %}<td{% if row.best and loop.index0 == f1_col %} class="best"{% endif %}>{{ c }}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table>
+{% endfor %}
+<h2>Plots</h2>
+{% for src, caption in plots.items() %}<figure><img src="{{ src }}" alt="{{ caption }}"><figcaption class="muted">{{ caption }}</figcaption></figure>
+{% endfor %}
+<h2>Responses</h2>
+{% for group in groups %}<h3>{{ group.dataset }} · {{ group.method }} <span class="muted">({{ group.records|length }} responses)</span></h3>
+{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · {{ r.n_supported }}/{{ r.n_claims }} supported · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
+<p><b>Prompt:</b> {{ r.prompt }}</p>
+<details><summary>Full response</summary><pre>{{ r.response }}</pre></details>
+{% for s in r.sentences %}<div class="sentence">{{ s.text }}</div>
+{% for c in s.claims %}<div class="claim {{ c.label }}"><span class="verdict">{{ c.label|replace("_", " ") }}</span> <span class="muted">{{ num(c.score) }}</span> {{ c.text }}
+{% if c.error %}<div class="muted">checker error: {{ c.error }}</div>{% endif %}
+{% if c.evidence %}<details class="evidence"><summary>evidence ({{ c.evidence|length }})</summary><ul>
+{% for e in c.evidence %}<li><b>{{ e.title }}</b> <span class="muted">({{ num(e.get('score')) }})</span>: {{ e.text }}</li>
+{% endfor %}</ul></details>{% endif %}</div>
+{% else %}<div class="claim muted">no claims</div>
+{% endfor %}{% else %}<p class="muted">no sentences</p>
+{% endfor %}</details>
+{% endfor %}{% endfor %}
+</body></html>
+"""
+
+
+def _index_html(title: str, summaries: list[dict], runs: list[tuple[dict, list[dict]]],
+                plots: dict[str, str]) -> str:
+    """The whole report in one page; autoescape, so model output can never inject markup."""
+    from jinja2 import Environment
+
+    env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(pct=_pct, num=lambda v: _fmt(v, "three"))
+    records = {(s["method"], s["dataset"]): recs for s, recs in runs}
+    groups = [{"method": s["method"], "dataset": dataset, "records": records[(s["method"], dataset)]}
+              for dataset, rows in _by_dataset(summaries).items() for s in rows]
+    return env.from_string(_PAGE).render(
+        title=title, labels=LABELS, headers=[h for h, _, _ in COLUMNS], f1_col=_F1_COL,
+        tables=_table_rows(summaries), plots=plots, groups=groups)
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def write_report(summaries: list[dict], out_dir, sweeps: list[dict] | None = None, audit_size: int = 50,
+                 seed: int = 0, title: str = "ewe evaluation") -> dict[str, Path]:
+    """Write the tables, plots, HTML page and claim audit for scored runs into out_dir.
+
+    Checks all input (summaries, every details file, sweeps) before writing anything.
+    Returns {file name: path} for every file written.
+    """
+    if not isinstance(audit_size, int) or isinstance(audit_size, bool) or audit_size < 0:
+        raise ValueError(f"audit_size must be an integer >= 0, got {audit_size!r}")
+    summaries, sweeps = list(summaries), list(sweeps or [])
+    _check_summaries(summaries)
+    _check_sweeps(sweeps)
+    runs = [(s, _load_details(s)) for s in summaries]
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"results.md": _results_md(summaries, title), "results.csv": _results_csv(summaries),
+             "f1_by_method.png": _bar_chart(summaries)}
+    plots = {"f1_by_method.png": "F1@K by method, per dataset"}
+    for name, points in _sweep_files(sweeps).items():
+        param = points[0]["param"]
+        files[name] = _sweep_chart(param, points)
+        plots[name] = f"F1@K (thick), precision (dashed), recall (dotted) against {param}"
+    sample = _audit_sample(_all_claims(runs), audit_size, seed)
+    files["audit.jsonl"] = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in sample)
+    files["audit.md"] = _audit_md(sample, title)
+    files["index.html"] = _index_html(title, summaries, runs, plots)
+    return {name: _write_atomic(out / name, data) for name, data in files.items()}

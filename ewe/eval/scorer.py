@@ -1,0 +1,131 @@
+"""Scoring results files: claims and verdicts per response, then precision, recall@K and F1@K.
+
+Checking is the slow part, so it is resumable: each response's sentences, claims and
+verdicts are appended to `<results>.details.jsonl` as they are done, and a rerun skips
+checked ids. Scores need K, which needs every response of the dataset, so they are
+filled into the details (atomic rewrite) once all are checked.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from pathlib import Path
+
+from tqdm import tqdm
+
+from .. import wiki
+from ..runner import finished_ids
+from ..verify.factchecker import FactChecker
+from ..verify.types import Evidence
+from .metric import WithArticle, check_response, claim_counts, median_k, score
+
+
+class Scorer:
+    """Checks responses with `ewe`'s configured fact-checker (the checker section; evidence
+    from its datastore) and, with `use_articles`, the article a prompt's "topic" names."""
+
+    def __init__(self, ewe, use_articles: bool = True):
+        self.ewe = ewe
+        self.use_articles = use_articles
+
+    @property
+    def checker_name(self) -> str:
+        cfg = self.ewe.config.checker
+        return f"{cfg.backend}+{cfg.extractor} (k={cfg.evidence_k}{', article' if self.use_articles else ''})"
+
+    def _checker_for(self, topic: str | None) -> FactChecker:
+        base = self.ewe.fact_checker()
+        article = None
+        if self.use_articles and topic and topic in wiki.summaries():
+            article = Evidence(text=wiki.passage(topic), title=topic, score=1.0, source_id=f"article:{topic}")
+        if article is None:
+            return base
+        return FactChecker(base.checker, evidence=WithArticle(base.evidence, article), extractor=base.extractor,
+                           k=base.k, query_with_prompt=base.query_with_prompt)
+
+    def check(self, row: dict, method: str, dataset: str) -> dict:
+        """One result line -> its details line (claims, verdicts, counts; scores come later)."""
+        response = row.get("text", "")
+        sentences = check_response(self._checker_for(row.get("topic")), response, row["prompt"]) if response.strip() else []
+        n_claims, n_supported = claim_counts(sentences)
+        stats = row.get("stats", {})
+        return {
+            "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
+            "dataset": dataset, "response": response, "sentences": sentences, "n_claims": n_claims,
+            "n_supported": n_supported,
+            "stats": {k: stats.get(k) for k in ("new_tokens", "decoded_tokens", "total_s", "pauses_retrieval",
+                                                 "pauses_verification", "backtracks", "checks")},
+        }
+
+    def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
+        """Check every response of `results` not yet in `details`; return all details lines."""
+        rows = _read_jsonl(results)
+        done = finished_ids(details)
+        todo = [r for r in rows if str(r["id"]) not in done]
+        details.parent.mkdir(parents=True, exist_ok=True)
+        with details.open("a", encoding="utf-8") as out:
+            for row in tqdm(todo, desc=f"checking {method}/{dataset}", unit="response", disable=not progress):
+                out.write(json.dumps(self.check(row, method, dataset), ensure_ascii=False) + "\n")
+                out.flush()
+        ids = {str(r["id"]) for r in rows}
+        return [d for d in _read_jsonl(details) if d["id"] in ids]
+
+
+def apply_scores(details: list[dict], K: int) -> list[dict]:
+    for d in details:
+        s = score(d["n_claims"], d["n_supported"], K)
+        d.update(K=K, precision=s.precision, recall=s.recall, f1=s.f1)
+    return details
+
+
+def summarize(details: list[dict], method: str, dataset: str, K: int, checker: str, details_path: Path) -> dict:
+    """Dataset means, as the report table shows them."""
+    if not details:
+        raise ValueError(f"{method}/{dataset}: no scored responses")
+
+    def mean(key, source=None):
+        vals = [(d if source is None else d["stats"]).get(key) for d in details]
+        vals = [v for v in vals if v is not None]
+        return statistics.mean(vals) if vals else 0.0
+
+    pauses = [(d["stats"].get("pauses_retrieval") or 0) + (d["stats"].get("pauses_verification") or 0) for d in details]
+    return {
+        "method": method, "dataset": dataset, "n": len(details), "K": K,
+        "precision": mean("precision"), "recall": mean("recall"), "f1": mean("f1"),
+        "claims_per_response": mean("n_claims"), "supported_per_response": mean("n_supported"),
+        "no_claim_responses": sum(1 for d in details if d["n_claims"] == 0),
+        "tokens": mean("new_tokens", "stats"), "seconds_per_prompt": mean("total_s", "stats"),
+        "pauses": statistics.mean(pauses), "backtracks": mean("backtracks", "stats"),
+        "checker": checker, "details": str(details_path),
+    }
+
+
+def score_dataset(runs: dict[str, list[dict]], K: int | None = None) -> int:
+    """Fill scores into every method's details of one dataset; K = median claims over all of them."""
+    K = K or median_k([d["n_claims"] for rows in runs.values() for d in rows])
+    for rows in runs.values():
+        apply_scores(rows, K)
+    return K
+
+
+def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such results file")
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from None
+        if "id" not in rows[-1] or "prompt" not in rows[-1]:
+            raise ValueError(f'{path}:{n}: a result line needs "id" and "prompt"')
+    return rows

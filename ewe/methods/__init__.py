@@ -1,0 +1,7 @@
+"""Baseline methods built on the same parts as EWE (the generator, its plain decoding,
+the retrieval datastore, the trace), so that they run through the same `EWE.generate()`
+and `ewe run`, selected by the configuration's `method`, and compare like for like.
+
+    cove.py          CoVe (Chain-of-Verification), factor+revise, with or without retrieval
+    cove_prompts.py  its prompt templates and the parsers for their answers
+"""

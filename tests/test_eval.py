@@ -1,0 +1,157 @@
+"""The local VeriScore-style metric on hand-labelled toy responses, scoring files, and `ewe eval run`."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from scripted import scripted_model, text_script
+from tiny import tiny_tokenizer
+
+from ewe import EWE
+from ewe.config import EWEConfig
+from ewe.eval.harness import run_eval
+from ewe.eval.metric import WithArticle, median_k, score
+from ewe.eval.prompts import SUFFIX, prompt_set
+from ewe.eval.scorer import Scorer, score_dataset
+from ewe.verify import FactChecker, StaticEvidenceSource
+from ewe.verify.types import SUPPORTED, UNSUPPORTED, Evidence, Verdict
+
+TRUE = {"Marie Curie was a physicist.", "Marie Curie won two Nobel prizes.", "Marie Curie was born in Warsaw."}
+
+
+class LookupBackend:
+    """Supported exactly when the claim text is in TRUE; counts calls."""
+
+    name = "lookup"
+
+    def __init__(self):
+        self.claims = []
+
+    def check_claims(self, claims, evidence_per_claim):
+        self.claims += [c.text for c in claims]
+        return [Verdict(c, SUPPORTED if c.text in TRUE else UNSUPPORTED, 1.0 if c.text in TRUE else 0.0, list(ev),
+                        self.name) for c, ev in zip(claims, evidence_per_claim)]
+
+
+def checking_ewe(backend):
+    checker = FactChecker(backend, evidence=StaticEvidenceSource([Evidence("Curie passage", "Marie Curie", 0.9)]), k=2)
+    return SimpleNamespace(fact_checker=lambda: checker, config=EWEConfig())
+
+
+# -- the metric, by hand ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("claims,supported,K,p,r,f1", [
+    (4, 3, 5, 0.75, 0.6, 2 * 0.75 * 0.6 / 1.35),
+    (4, 3, 2, 0.75, 1.0, 2 * 0.75 / 1.75),   # recall is capped at 1
+    (10, 0, 5, 0.0, 0.0, 0.0),
+    (0, 0, 5, 0.0, 0.0, 0.0),                # no claims: scores 0
+    (3, 3, 3, 1.0, 1.0, 1.0),
+])
+def test_precision_recall_f1_by_hand(claims, supported, K, p, r, f1):
+    s = score(claims, supported, K)
+    assert (s.precision, s.recall) == pytest.approx((p, r)) and s.f1 == pytest.approx(f1)
+
+
+def test_k_is_the_median_claim_count():
+    assert median_k([1, 3, 8]) == 3 and median_k([2, 4, 5, 9]) == 4 and median_k([0, 0, 1]) == 1
+    with pytest.raises(ValueError):
+        median_k([])
+    with pytest.raises(ValueError, match="n_supported"):
+        score(2, 3, 1)
+
+
+def test_toy_responses_scored_claim_by_claim(tmp_path):
+    responses = [  # hand-labelled: claims (supported?)
+        ("a", "Marie Curie was a physicist. She was born in Paris.", 2, 1),
+        ("b", "Marie Curie was a physicist. She won two Nobel prizes. She was born in Warsaw.", 3, 3),
+        ("c", "Hello there!", 0, 0),
+    ]
+    results = tmp_path / "m.jsonl"
+    results.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie.", "text": t}) + "\n"
+                               for i, t, _, _ in responses))
+    backend = LookupBackend()
+    rows = Scorer(checking_ewe(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy",
+                                                                        progress=False)
+    assert [(r["n_claims"], r["n_supported"]) for r in rows] == [(c, s) for _, _, c, s in responses]
+    K = score_dataset({"m": rows})
+    assert K == 2  # median of 2, 3, 0
+    assert [round(r["f1"], 4) for r in rows] == [round(2 * 0.5 * 0.5 / 1.0, 4), 1.0, 0.0]
+    claims = [c for s in rows[0]["sentences"] for c in s["claims"]]
+    assert [(c["text"], c["label"]) for c in claims] == [("Marie Curie was a physicist.", "supported"),
+                                                        ("Marie Curie was born in Paris.", "unsupported")]
+    # resumable: a rerun checks nothing again
+    before = len(backend.claims)
+    Scorer(checking_ewe(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy", progress=False)
+    assert len(backend.claims) == before
+
+
+def test_the_prompts_article_comes_first_as_evidence():
+    src = WithArticle(StaticEvidenceSource(["retrieved one", "retrieved two", "article text"]),
+                      Evidence("article text", "Marie Curie"))
+    [row] = src.search(["q"], 3)
+    assert [e.text for e in row] == ["article text", "retrieved one", "retrieved two"]
+
+
+def test_prompt_sets_come_from_the_embedded_wikipedia():
+    bio = prompt_set("bio", n=5, seed=1)
+    assert len(bio) == 5 and all(r["prompt"].startswith("Tell me a bio of ") and r["prompt"].endswith(SUFFIX)
+                                 for r in bio)
+    assert bio == prompt_set("bio", n=5, seed=1) and bio != prompt_set("bio", n=5, seed=2)
+    objects = prompt_set("objects", n=12, suffix=None)
+    assert len({o["topic"] for o in objects}) == 12 and all(o["prompt"].endswith("?") for o in objects)
+    with pytest.raises(ValueError, match="prompt set"):
+        prompt_set("poems")
+
+
+# -- the whole comparison ------------------------------------------------------------------------
+
+
+class ScriptedLoader:
+    """Every method runs the scripted model; the scorer's EWE carries the lookup checker."""
+
+    def __init__(self, backend):
+        self.backend, self.generated = backend, []
+        self.model = scripted_model(text_script(lambda units: "Marie Curie was a physicist. She was born in Paris."))
+
+    def load(self, config):
+        ewe = EWE(self.model, tiny_tokenizer(), config)
+        ewe._fact_checker = checking_ewe(self.backend).fact_checker()
+        real = ewe.generate
+
+        def generate(prompt, **kw):
+            self.generated.append(prompt)
+            return real(prompt, **kw)
+
+        ewe.generate = generate
+        return ewe
+
+
+def test_eval_run_generates_scores_reports_and_resumes(tmp_path):
+    base = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None}, "decoding": {"max_new_tokens": 40}}
+    methods = []
+    for name, extra in [("plain", {}), ("checked", {"controller": {"verify_trigger": "interval"}})]:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({**base, **extra}))
+        methods.append(str(path))
+    eval_cfg = tmp_path / "eval.yaml"
+    eval_cfg.write_text(yaml.safe_dump(base))
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie."}) + "\n" for i in range(3)))
+    loader = ScriptedLoader(LookupBackend())
+    out = tmp_path / "eval"
+    result = run_eval(methods, [str(prompts)], out, eval_config=eval_cfg, loader=loader, progress=False)
+    assert len(loader.generated) == 6
+    by_method = {s["method"]: s for s in result["summaries"]}
+    assert set(by_method) == {"plain", "checked"}
+    # "checked" does pause and check, but its rewrite comes out the same (the script ignores memory), so
+    # both methods answer alike: 2 claims, 1 supported; K = 2
+    for s in by_method.values():
+        assert s["K"] == 2 and s["precision"] == pytest.approx(0.5) and s["recall"] == pytest.approx(0.5)
+    assert (out / "toy" / "plain.details.jsonl").exists() and (out / "summary.json").exists()
+    assert json.loads((out / "summary.json").read_text())["K"] == {"toy": 2}
+    loader.generated.clear()
+    run_eval(methods, [str(prompts)], out, eval_config=eval_cfg, loader=loader, progress=False)
+    assert loader.generated == []  # everything was already generated and checked

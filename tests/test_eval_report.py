@@ -1,0 +1,169 @@
+"""The evaluation report: tables, CSV, plots, HTML page and claim audit from tiny fake runs."""
+import csv
+import json
+from collections import Counter
+
+import pytest
+
+from ewe.eval.report import write_report
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _claim(text, label, score=0.9):
+    return {"text": text, "label": label, "score": score, "error": None,
+            "evidence": [{"title": f"Page <{text}>", "text": f"evidence for {text}", "score": 0.5}]}
+
+
+def _response(i, method, dataset, labels, response=None):
+    claims = [_claim(f"{method} claim {i}.{j}", label) for j, label in enumerate(labels)]
+    n_sup = sum(label == "supported" for label in labels)
+    return {"id": f"{dataset}-{i}", "prompt": f"Tell me a bio of person {i}.", "method": method, "dataset": dataset,
+            "response": response or f"Person {i} was born.", "K": 10,
+            "sentences": [{"text": f"Person {i} was born.", "claims": claims[:2]},
+                          {"text": f"Person {i} died.", "claims": claims[2:]}],
+            "n_claims": len(labels), "n_supported": n_sup, "precision": n_sup / len(labels),
+            "recall": min(1.0, n_sup / 10), "f1": 0.1}
+
+
+def _write_details(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def _summary(method, dataset, details, f1, **over):
+    s = {"method": method, "dataset": dataset, "n": 3, "K": 10, "precision": 0.81234, "recall": 0.4567,
+         "f1": f1, "claims_per_response": 12.345, "supported_per_response": 9.87, "tokens": 187.6,
+         "seconds_per_prompt": 3.14159, "pauses": 4.26, "backtracks": 1.5, "checker": "nli", "details": details}
+    s.update(over)
+    return s
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Two methods on one dataset: 19 claims: 12 supported, 6 unsupported, 1 not_enough_evidence."""
+    ewe_recs = [_response(i, "ewe", "bios", ["supported", "supported", "unsupported"]) for i in range(3)]
+    ewe_recs[0]["response"] = "He wrote <script>alert(1)</script> & more."
+    base_recs = [_response(i, "base", "bios", ["supported", "unsupported", "supported"]) for i in range(3)]
+    base_recs[2]["sentences"][1]["claims"].append(_claim("rare claim", "not_enough_evidence"))
+    summaries = [
+        _summary("ewe", "bios", _write_details(tmp_path / "ewe.jsonl", ewe_recs), 0.56789),
+        _summary("base", "bios", _write_details(tmp_path / "base.jsonl", base_recs), 0.4321,
+                 precision=0.7, recall=0.3),
+    ]
+    sweeps = [{"param": "memory.retrieval_units", "value": v, "method": m, "dataset": "bios",
+               "precision": 0.6 + v / 100, "recall": 0.3 + v / 100, "f1": 0.4 + v / 100}
+              for m in ("ewe", "base") for v in (1, 2, 4, 8)]
+    return summaries, sweeps
+
+
+def test_markdown_table_rounds_like_the_paper(runs, tmp_path):
+    summaries, sweeps = runs
+    paths = write_report(summaries, tmp_path / "out", sweeps=sweeps)
+    md = paths["results.md"].read_text()
+    rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and "---" not in line}
+    assert {"ewe", "base"} <= set(rows)
+    ewe = [c.strip() for c in rows["ewe"].split("|")[1:-1]]
+    assert ewe[:5] == ["ewe", "3", "81.2", "45.7", "**56.8**"]  # best F1 bolded
+    assert ewe[5:] == ["10", "12.3", "9.9", "188", "3.14", "4.3", "1.5", "nli"]
+    base = [c.strip() for c in rows["base"].split("|")[1:-1]]
+    assert base[2:5] == ["70.0", "30.0", "43.2"]
+    assert "## bios" in md
+
+
+def test_csv_reads_back_the_raw_numbers(runs, tmp_path):
+    summaries, _ = runs
+    paths = write_report(summaries, tmp_path / "out")
+    with paths["results.csv"].open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["method"] for r in rows] == ["ewe", "base"]
+    for row, s in zip(rows, summaries):
+        for key in ("precision", "recall", "f1", "tokens", "seconds_per_prompt", "pauses", "backtracks"):
+            assert float(row[key]) == s[key]
+        assert int(row["n"]) == s["n"] and int(row["K"]) == s["K"]
+        assert row["checker"] == "nli" and row["details"] == s["details"]
+
+
+def test_plots_are_pngs(runs, tmp_path):
+    summaries, sweeps = runs
+    paths = write_report(summaries, tmp_path / "out", sweeps=sweeps)
+    pngs = {name for name in paths if name.endswith(".png")}
+    assert pngs == {"f1_by_method.png", "sweep_memory_retrieval_units.png"}
+    for name in pngs:
+        assert paths[name].read_bytes()[:8] == PNG_MAGIC
+    assert not list((tmp_path / "out").glob(".*"))  # no temporary files left behind
+
+
+def test_html_escapes_model_output(runs, tmp_path):
+    summaries, sweeps = runs
+    html = write_report(summaries, tmp_path / "out", sweeps=sweeps)["index.html"].read_text()
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more." in html
+    assert "Page &lt;ewe claim 0.0&gt;" in html  # evidence titles escaped too
+    assert 'src="f1_by_method.png"' in html and 'src="sweep_memory_retrieval_units.png"' in html
+    assert html.count("<details><summary><b>") == 6  # one collapsible block per response
+    assert 'class="claim not_enough_evidence"' in html and 'class="claim unsupported"' in html
+    assert html.index("bios · ewe") < html.index("bios · base")
+
+
+def test_audit_sample_is_seeded_sized_and_stratified(runs, tmp_path):
+    summaries, _ = runs
+    first = write_report(summaries, tmp_path / "a", audit_size=5, seed=7)["audit.jsonl"].read_text()
+    again = write_report(summaries, tmp_path / "b", audit_size=5, seed=7)["audit.jsonl"].read_text()
+    other = write_report(summaries, tmp_path / "c", audit_size=5, seed=8)["audit.jsonl"].read_text()
+    assert first == again and first != other
+    sample = [json.loads(line) for line in first.splitlines()]
+    assert len(sample) == 5
+    for seed in range(20):  # the one not_enough_evidence claim in 19 is always drawn
+        out = write_report(summaries, tmp_path / f"s{seed}", audit_size=3, seed=seed)["audit.jsonl"]
+        labels = Counter(json.loads(line)["label"] for line in out.read_text().splitlines())
+        assert set(labels) == {"supported", "unsupported", "not_enough_evidence"}
+    a = sample[0]
+    assert a["human_label"] == "" and a["sentence"] and a["claim"] and a["evidence"][0]["title"].startswith("Page")
+    assert {"label", "score", "method", "dataset", "id"} <= set(a)
+    md = (tmp_path / "a" / "audit.md").read_text()
+    assert md.count("Human label: ____") == 5
+
+
+def test_audit_takes_everything_when_small(runs, tmp_path):
+    summaries, _ = runs
+    out = write_report(summaries, tmp_path / "out", audit_size=50)["audit.jsonl"]
+    assert len(out.read_text().splitlines()) == 19
+
+
+def test_missing_details_file_is_named(runs, tmp_path):
+    summaries, _ = runs
+    summaries[1]["details"] = str(tmp_path / "nowhere.jsonl")
+    with pytest.raises(FileNotFoundError, match=r"base / bios.*nowhere\.jsonl"):
+        write_report(summaries, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written when the input is bad
+
+
+def test_summary_missing_key_is_named(runs, tmp_path):
+    summaries, _ = runs
+    del summaries[0]["f1"], summaries[0]["tokens"]
+    with pytest.raises(ValueError, match=r"summary 0 \(ewe / bios\): missing key\(s\) f1, tokens"):
+        write_report(summaries, tmp_path / "out")
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda s, sw, p: s[0].update(precision="high"), r"summary 0 .*precision must be a number"),
+    (lambda s, sw, p: s.append(dict(s[0])), r"method 'ewe' on dataset 'bios' appears twice"),
+    (lambda s, sw, p: s.clear(), r"summaries is empty"),
+    (lambda s, sw, p: sw[3].pop("value"), r"sweep point 3: missing key\(s\) value"),
+    (lambda s, sw, p: p.write_text(p.read_text() + "{not json\n"), r"ewe\.jsonl:4: not valid JSON"),
+    (lambda s, sw, p: p.write_text(p.read_text().replace('"unsupported"', '"maybe"', 1)),
+     r"ewe\.jsonl:1, sentence 1, claim 0: label 'maybe' is not one of"),
+    (lambda s, sw, p: p.write_text(p.read_text().replace('"method": "ewe"', '"method": "rag"', 1)),
+     r"ewe\.jsonl:1: method 'rag' does not match its summary's 'ewe'"),
+])
+def test_bad_input_says_what_is_wrong(runs, tmp_path, mutate, message):
+    summaries, sweeps = runs
+    mutate(summaries, sweeps, tmp_path / "ewe.jsonl")
+    with pytest.raises(ValueError, match=message):
+        write_report(summaries, tmp_path / "out", sweeps=sweeps)
+
+
+def test_bad_audit_size(runs, tmp_path):
+    with pytest.raises(ValueError, match="audit_size"):
+        write_report(runs[0], tmp_path / "out", audit_size=-1)
