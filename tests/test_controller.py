@@ -397,3 +397,17 @@ def test_shipped_configs_are_valid(tmp_path):
     assert flare.memory.retrieval_units == 1 and flare.controller.retrieval_trigger == "min_prob"
     rag = EWEConfig.from_yaml(configs[0].with_name("rag.yaml"))
     assert rag.memory.retrieval_units == 1 and not rag.controller.active
+
+
+def test_retry_temperature_samples_the_rewrite_only():
+    checker = ScriptedChecker(false={B_WRONG})
+    script = text_script(fixed(f"{A} {B_WRONG} {C}"), unsure=(A, B_WRONG, C), unsure_prob=0.5)
+    greedy = make(script, checker, max_retries=1).generate(PROMPT, seed=0)
+    assert events(greedy, "retries_exhausted")[0]["why"] == "attempt 2 repeats attempt 1"
+    sampled = make(script, ScriptedChecker(false={B_WRONG}), max_retries=1, retry_temperature=5.0,
+                   retry_top_p=1.0).generate(PROMPT, seed=0)
+    assert sampled.text.startswith(A)  # before the first backtrack decoding is greedy, as configured
+    [bt] = events(sampled, "backtrack")
+    assert bt["removed_text"].strip().startswith(B_WRONG)
+    assert not sampled.text[len(A):].strip().startswith(B_WRONG)  # the rewrite was sampled, not the greedy repeat
+

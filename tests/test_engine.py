@@ -163,3 +163,21 @@ def test_sampler():
     assert ids.tolist() == [1, 0]
     a = [Sampler(1.0, 1.0, seed=7)(logits.repeat(50, 1))[0].tolist() for _ in range(2)]
     assert a[0] == a[1] and len(set(a[0])) > 1
+
+
+def test_session_crop_keeps_a_prefix_without_running_the_model():
+    from tiny import tiny_ewe
+
+    ewe = tiny_ewe()  # a real (random) model: the logits depend on the cache
+
+    ids = torch.tensor([tiny_tokenizer()("Marie Curie was a physicist. She was born in Paris.", add_special_tokens=False)["input_ids"]])
+    s = DecodingSession(ewe.model)
+    s.prefill(ids)
+    calls = s.forward_calls
+    s.crop(5)
+    assert s.length == 5 and s.cache.get_seq_length() == 5 and s.forward_calls == calls
+    logits = s.extend(ids[:, 5:])
+    fresh = DecodingSession(ewe.model)
+    assert torch.allclose(logits, fresh.prefill(ids), atol=1e-5)
+    with pytest.raises(ValueError, match="crop length"):
+        s.crop(s.length + 1)
