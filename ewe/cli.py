@@ -86,6 +86,10 @@ def cmd_generate(args) -> int:
         if args.json:
             print(json.dumps(result.to_dict(), ensure_ascii=False))
         else:
+            if args.show_trace and result.trace:
+                from .controller import render
+
+                print(render(result.trace), file=sys.stderr)
             for hit in result.retrieved:
                 print(f"[retrieved {hit['score']:.3f}] {hit['title']}", file=sys.stderr)
             print(result.text)
@@ -157,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--input", help="JSONL of prompts: {\"id\", \"prompt\", \"passages\": [...]} per line")
     g.add_argument("--output", help="JSONL of results, appended as each prompt finishes; a rerun resumes")
     g.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    g.add_argument("--show-trace", action="store_true", help="print the controller's trace (pauses, checks, rewrites)")
     _add_model_options(g)
     g.set_defaults(func=cmd_generate)
 

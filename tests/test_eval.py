@@ -155,3 +155,23 @@ def test_eval_run_generates_scores_reports_and_resumes(tmp_path):
     loader.generated.clear()
     run_eval(methods, [str(prompts)], out, eval_config=eval_cfg, loader=loader, progress=False)
     assert loader.generated == []  # everything was already generated and checked
+
+
+def test_eval_run_sweeps_a_setting_and_plots_it(tmp_path):
+    base = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None}, "decoding": {"max_new_tokens": 40},
+            "controller": {"verify_trigger": "interval"}}
+    method = tmp_path / "checked.yaml"
+    method.write_text(yaml.safe_dump(base))
+    eval_cfg = tmp_path / "eval.yaml"
+    eval_cfg.write_text(yaml.safe_dump({"retrieval": {"source": None}}))
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie."}) + "\n" for i in range(3)))
+    loader = ScriptedLoader(LookupBackend())
+    result = run_eval([str(method)], [str(prompts)], tmp_path / "eval", eval_config=eval_cfg, loader=loader,
+                      progress=False, sweeps={"controller.verify_interval": [2, 16]}, sweep_method=str(method),
+                      sweep_n=2)
+    assert [(r["param"], r["value"], r["n"]) for r in result["sweeps"]] == [
+        ("controller.verify_interval", 2, 2), ("controller.verify_interval", 16, 2)]
+    assert all(r["f1"] == pytest.approx(0.5) for r in result["sweeps"])
+    assert (tmp_path / "eval" / "sweeps" / "controller.verify_interval=16" / "checked.jsonl").exists()
+    assert any(name.startswith("sweep_") and name.endswith(".png") for name in result["report"])
