@@ -475,6 +475,10 @@ def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
 
     assert prompt_person("Tell me a bio of Albert Einstein.") == "Albert Einstein"
     assert prompt_person("Who was Ada Lovelace?") == "Ada Lovelace"
+    # the name ends at punctuation: an instruction after the question is not part of it
+    assert prompt_person("Tell me a bio of Walt Whitman. Provide as many specific details.") == "Walt Whitman"
+    assert prompt_person("Tell me a bio of J. R. R. Tolkien.") == "J. R. R. Tolkien"
+    assert prompt_person("Tell me a bio of Leonardo da Vinci, please.") == "Leonardo da Vinci"
     claims = RuleClaimExtractor().extract("He was a Nobel laureate in Physics.", context="Born in Ulm, Germany, he was bright.",
                                           prompt="Tell me a bio of Albert Einstein.").claims
     assert [c.text for c in claims] == ["Albert Einstein was a Nobel laureate in Physics."]

@@ -39,13 +39,39 @@ PARTICIPLES = set(
 )
 PRONOUNS = {"he", "she", "it", "they"}
 PERSONAL = {"he", "she"}
-_PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+((?:[A-Z][\w'’.-]*\s?)+)")
+_PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+(?=[A-Z])")
+_NAME_PARTICLES = {"da", "de", "del", "della", "di", "du", "van", "von", "der", "den", "la", "le", "bin", "ibn", "al"}
+_INITIAL = re.compile(r"[A-Z]\.$")
 
 
 def prompt_person(prompt: Optional[str]) -> Optional[str]:
-    """The capitalized name a prompt asks about ("Tell me a bio of Marie Curie." -> "Marie Curie")."""
+    """The capitalized name a prompt asks about ("Tell me a bio of Marie Curie." -> "Marie Curie").
+
+    The name is the run of capitalized words (initials such as "J." and particles such
+    as "da" inside it) that ends at the first sentence or clause punctuation, so an
+    instruction after the question ("... Curie. Provide details") is not part of it.
+    """
     m = _PROMPT_PERSON.search(prompt or "")
-    return m.group(1).strip().rstrip(".?!") if m else None
+    if not m:
+        return None
+    words, out = prompt[m.end():].split(), []
+    for i, w in enumerate(words):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if w in _NAME_PARTICLES and out and nxt[:1].isupper():
+            out.append(w)
+            continue
+        if not w[:1].isupper():
+            break
+        if _INITIAL.match(w):
+            out.append(w)
+            continue
+        core = w.rstrip(".,;:?!)")
+        out.append(core)
+        if core != w:
+            break  # punctuation ends the name
+    return " ".join(out) or None
+
+
 LEADING_NON_SUBJECT = {
     "in", "on", "at", "of", "to", "for", "from", "by", "with", "as", "after", "before", "during",
     "since", "until", "while", "when", "where", "although", "though", "because", "if", "unlike",
