@@ -5,7 +5,9 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 
@@ -198,12 +200,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # a batch system's SIGTERM stops a run the way Ctrl-C does
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from .config import ConfigError
 
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args) or 0
     except (ConfigError, ValueError, TypeError, FileNotFoundError, KeyError) as e:
@@ -214,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ewe: interrupted; finished results are kept", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@ next run. A summary is printed and written to `<output>.summary.json` at the end
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -76,6 +78,28 @@ def finished_ids(path: Path) -> set[str]:
         except (json.JSONDecodeError, KeyError, TypeError):
             continue
     return done
+
+
+@contextmanager
+def exclusive(output: Path):
+    """Hold `<output>.lock` for the run: two runs appending to one file would duplicate prompts."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    lock = output.with_name(output.name + ".lock")
+    with lock.open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            raise RunError(f"another ewe run is writing {output} (pid {f.read().strip() or '?'}); "
+                           "wait for it or choose another --output") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _read_results(path: Path) -> list[dict]:
@@ -145,13 +169,18 @@ def summarize(results: list[dict], wall_s: float, errors: int) -> dict:
 def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force: bool = False,
         show_trace: bool = False, progress: bool = True) -> dict:
     """Generate for every unfinished prompt of `input_path`, appending to `output`; return the summary."""
+    rows = read_prompts(input_path)
+    if limit is not None:
+        rows = rows[:limit]
+    with exclusive(output):
+        return _run(ewe, rows, input_path, output, force, show_trace, progress)
+
+
+def _run(ewe, rows, input_path, output, force, show_trace, progress) -> dict:
     from tqdm import tqdm
 
     from .controller import render
 
-    rows = read_prompts(input_path)
-    if limit is not None:
-        rows = rows[:limit]
     check_same_config(output, ewe.config.model_dump(mode="json"), force)
     done = finished_ids(output)
     todo = [r for r in rows if r["id"] not in done]

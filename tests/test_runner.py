@@ -151,3 +151,35 @@ def test_check_command_prints_claims_and_verdicts(setup, capsys):
     assert cli.main(["check", A, "--config", str(config), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["factual"] and data["verdicts"][0]["label"] == "supported"
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(setup):
+    from ewe.runner import exclusive
+
+    config, prompts, out, state = setup
+    with exclusive(out):  # as if another process were writing it
+        with pytest.raises(SystemExit, match="another ewe run is writing"):
+            cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)])
+    assert state["calls"] == []
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", "1"]) == 0
+
+
+def test_sigterm_stops_a_run_like_ctrl_c(setup, capsys):
+    import os
+    import signal
+
+    config, prompts, out, state = setup
+    real_calls = state["calls"]
+
+    class Calls(list):
+        def append(self, prompt):
+            super().append(prompt)
+            if len(self) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)  # arrives while the second prompt runs
+
+    state["calls"] = Calls(real_calls)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 130
+    assert [r["id"] for r in lines(out)] in (["p0"], ["p0", "p1"])  # the first is kept; nothing is torn
+    assert "interrupted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before
