@@ -18,6 +18,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .files import atomic_write, write_json
+
 
 class RunError(ValueError):
     """A run that cannot start: bad input file, output made with another configuration."""
@@ -66,11 +68,8 @@ def finished_ids(path: Path) -> set[str]:
         return set()
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        keep = data[: data.rfind(b"\n") + 1]
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(keep)
-        os.replace(tmp, path)
-        data = keep
+        data = data[: data.rfind(b"\n") + 1]
+        atomic_write(path, data)
     done = set()
     for line in data.decode("utf-8").splitlines():
         try:
@@ -112,12 +111,6 @@ def _read_results(path: Path) -> list[dict]:
     return out
 
 
-def write_json_atomic(path: Path, data) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def check_same_config(output: Path, config: dict, force: bool) -> None:
     """Refuse to append to an output made with a different configuration (unless `force`)."""
     saved = output.with_name(output.name + ".config.json")
@@ -130,7 +123,7 @@ def check_same_config(output: Path, config: dict, force: bool) -> None:
                 "write to a new --output, or pass --force to append anyway"
             )
     output.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(saved, config)
+    write_json(saved, config)
 
 
 def _diff(a, b, prefix="") -> set[str]:
@@ -213,7 +206,7 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress) -> dict:
     summary = summarize(everything, time.perf_counter() - t0, errors)
     summary.update(input=str(input_path), output=str(output), this_run=len(finished),
                    skipped_finished=len(rows) - len(todo))
-    write_json_atomic(output.with_name(output.name + ".summary.json"), summary)
+    write_json(output.with_name(output.name + ".summary.json"), summary)
     return summary
 
 

@@ -16,9 +16,10 @@ import json
 from pathlib import Path
 
 from ..config import EWEConfig
-from ..runner import run as run_prompts, write_json_atomic
+from ..files import write_json, write_jsonl
+from ..runner import run as run_prompts
 from .prompts import SUFFIX, load_prompts, write_prompts
-from .scorer import Scorer, apply_scores, score_dataset, summarize, write_jsonl_atomic
+from .scorer import Scorer, apply_scores, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "ewe")
@@ -88,7 +89,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
         dataset_k[ds] = score_dataset(runs)
         for name, rows in runs.items():
             path = out / ds / f"{name}.details.jsonl"
-            write_jsonl_atomic(path, rows)
+            write_jsonl(path, rows)
             summaries.append(summarize(rows, name, ds, dataset_k[ds], scorer.checker_name, path))
 
     sweep_rows = []
@@ -109,7 +110,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
             run_prompts(loader.load(cfg), prompts, results, progress=progress)
             rows = scorer.check_file(results, folder / "details.jsonl", method_name(sweep_method), ds, progress)
             apply_scores(rows, dataset_k[ds])
-            write_jsonl_atomic(folder / "details.jsonl", rows)
+            write_jsonl(folder / "details.jsonl", rows)
             s = summarize(rows, method_name(sweep_method), ds, dataset_k[ds], scorer.checker_name,
                           folder / "details.jsonl")
             sweep_rows.append({"param": param, "value": value, **{k: s[k] for k in ("method", "dataset", "precision",
@@ -119,7 +120,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
     report = write_report(summaries, out / "report", sweeps=sweep_rows or None)
     result = {"summaries": summaries, "sweeps": sweep_rows, "K": dataset_k,
               "report": {k: str(v) for k, v in report.items()}}
-    write_json_atomic(out / "summary.json", result)
+    write_json(out / "summary.json", result)
     return result
 
 
@@ -138,11 +139,11 @@ def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CON
     K = score_dataset(runs, K)
     summaries = []
     for name, rows in runs.items():
-        write_jsonl_atomic(out / f"{name}.details.jsonl", rows)
+        write_jsonl(out / f"{name}.details.jsonl", rows)
         summaries.append(summarize(rows, name, dataset, K, scorer.checker_name, out / f"{name}.details.jsonl"))
     from .report import write_report
 
     report = write_report(summaries, out / "report")
     result = {"summaries": summaries, "K": {dataset: K}, "report": {k: str(v) for k, v in report.items()}}
-    write_json_atomic(out / "summary.json", result)
+    write_json(out / "summary.json", result)
     return result

@@ -9,11 +9,11 @@ is appended unless `suffix=None`. Sampling is seeded and stratified by topic for
 """
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 from .. import wiki
+from ..files import write_jsonl
 
 SUFFIX = ("Provide as many specific details and examples as possible (such as names of people, numbers, "
           "events, locations, dates, times, etc.)")
@@ -74,5 +74,4 @@ def load_prompts(source: str, n: int | None = None, seed: int = 0, suffix: str |
 
 
 def write_prompts(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(path, rows)

@@ -20,15 +20,15 @@ import csv
 import io
 import json
 import math
-import os
 import random
 import re
-import tempfile
 from pathlib import Path
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from ..files import atomic_write
 
 LABELS = ("supported", "unsupported", "not_enough_evidence")
 NUMBER_KEYS = ("n", "K", "precision", "recall", "f1", "claims_per_response", "supported_per_response",
@@ -163,23 +163,6 @@ def _load_details(summary: dict) -> list[dict]:
 
 
 # ---------------------------------------------------------------- atomic writes
-
-
-def _write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for reading
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 # ---------------------------------------------------------------- tables
@@ -481,4 +464,4 @@ def write_report(summaries: list[dict], out_dir, sweeps: list[dict] | None = Non
     files["audit.jsonl"] = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in sample)
     files["audit.md"] = _audit_md(sample, title)
     files["index.html"] = _index_html(title, summaries, runs, plots)
-    return {name: _write_atomic(out / name, data) for name, data in files.items()}
+    return {name: atomic_write(out / name, data) for name, data in files.items()}

@@ -8,7 +8,6 @@ filled into the details (atomic rewrite) once all are checked.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 
@@ -107,12 +106,6 @@ def score_dataset(runs: dict[str, list[dict]], K: int | None = None) -> int:
     for rows in runs.values():
         apply_scores(rows, K)
     return K
-
-
-def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _read_jsonl(path: Path) -> list[dict]:

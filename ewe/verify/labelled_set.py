@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from .. import files
 from .text import NEGATION_RE, fold, name_words, numbers, number_keys, split_sentences, word_keys
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "tests" / "data" / "factcheck" / "labelled.jsonl"
@@ -376,10 +377,7 @@ def build_labelled_set(summaries: Optional[dict[str, dict]] = None, n_pairs: int
 
 
 def write_jsonl(items: list[dict], path: Path | str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items), encoding="utf-8")
-    return path
+    return files.write_jsonl(path, items)
 
 
 def load_labelled_set(path: Path | str = DEFAULT_PATH, split: Optional[str] = None) -> list[dict]:
