@@ -87,8 +87,12 @@ class EWE:
         listed = "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
         return f"Relevant passages:\n{listed}\n\n{prompt}"
 
-    def fact_checker(self):
-        """The configured FactChecker (checker section), with this datastore as its evidence."""
+    def fact_checker(self, need_evidence: bool = True):
+        """The configured FactChecker (checker section), with this datastore as its evidence.
+
+        need_evidence: raise if there is no datastore to find evidence in (every check would
+        fail); False when the caller gives the evidence itself (`check(..., evidence=...)`).
+        """
         if self._fact_checker is None:
             from .retrieval.evidence import DatastoreEvidence
             from .verify.factory import build_fact_checker
@@ -103,13 +107,18 @@ class EWE:
                     shared = emb.model
             self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
                                                     device=self.config.model.device, sentence_model=shared)
+        if need_evidence and getattr(self._fact_checker, "evidence", True) is None:
+            raise ConfigError("fact-checking needs evidence, but retrieval.source is null: set it to 'embedded' or a "
+                              "datastore folder (or give the evidence: EWE.check(..., evidence=[...]), "
+                              "ewe check --evidence)")
         return self._fact_checker
 
     def check(self, sentence: str, prompt: str | None = None, context: str | None = None, evidence=None):
         """Fact-check one sentence (claims, evidence, verdicts) with the configured checker."""
         if not isinstance(sentence, str) or not sentence.strip():
             raise ValueError("sentence is empty")
-        return self.fact_checker().check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
+        checker = self.fact_checker(need_evidence=evidence is None)
+        return checker.check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
 
     def as_llm(self, max_new_tokens: int = 256):
         """This model as a text-in, text-out function (greedy, no memory, no pauses)."""

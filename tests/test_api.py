@@ -183,3 +183,17 @@ def test_any_local_causal_lm_loads_by_path(tmp_path):
     assert ewe.load_report.from_cache and ewe.model.config._attn_implementation == "ewe"
     r = ewe.generate("Paris?", passages=[PASSAGE], max_new_tokens=3)
     assert r.stats["memory_units"] == 1 and len(r.token_ids) <= 3
+
+
+def test_fact_checking_without_a_datastore_is_a_clear_error_not_silent(ewe):
+    from ewe import EWE
+
+    cfg = EWEConfig.build(ewe.config.model_dump(), **{"retrieval.source": None,
+                                                       "controller.verify_trigger": "interval"})
+    bare = EWE(ewe.model, ewe.tokenizer, cfg)
+    with pytest.raises(ConfigError, match="retrieval.source is null"):
+        bare.generate("Paris?", max_new_tokens=4)
+    with pytest.raises(ConfigError, match="needs evidence"):
+        bare.check("Paris is the capital of France.")
+    check = bare.check("Paris is the capital of France.", evidence=["Paris is the capital and largest city of France."])
+    assert check.claims and not check.errors
