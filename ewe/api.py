@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -98,15 +97,8 @@ class EWE:
             from .verify.factory import build_fact_checker
 
             evidence = DatastoreEvidence(self.datastore) if self.datastore is not None else None
-            shared = None  # the datastore's MiniLM serves the alignment checker too, if it is the same model
-            if self.datastore is not None:
-                from .verify.embedding import minilm_path
-
-                emb = self.datastore.embedder
-                if Path(emb.path).resolve() == minilm_path().resolve() and emb.normalize:
-                    shared = emb.model
             self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
-                                                    device=self.config.model.device, sentence_model=shared)
+                                                    device=self.config.model.device)
         if need_evidence and getattr(self._fact_checker, "evidence", True) is None:
             raise ConfigError("fact-checking needs evidence, but retrieval.source is null: set it to 'embedded' or a "
                               "datastore folder (or give the evidence: EWE.check(..., evidence=[...]), "

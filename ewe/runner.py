@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .files import atomic_write, write_json
+from .files import atomic_write, read_jsonl, write_json
 
 
 class RunError(ValueError):
@@ -70,13 +70,7 @@ def finished_ids(path: Path) -> set[str]:
     if data and not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]
         atomic_write(path, data)
-    done = set()
-    for line in data.decode("utf-8").splitlines():
-        try:
-            done.add(str(json.loads(line)["id"]))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    return done
+    return {str(row["id"]) for row in _read_results(path) if isinstance(row, dict) and "id" in row}
 
 
 @contextmanager
@@ -102,13 +96,7 @@ def exclusive(output: Path):
 
 
 def _read_results(path: Path) -> list[dict]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    return [row for _, row in read_jsonl(path, skip_bad=True)]
 
 
 def check_same_config(output: Path, config: dict, force: bool) -> None:

@@ -30,12 +30,12 @@ def corrected_by_feedback(needs=1):
     return lambda units: " ".join([A, B_RIGHT if units >= needs else B_WRONG, C])
 
 
-def make(script, checker=None, datastore=None, **controller):
+def make(script, checker=None, datastore=None, max_new_tokens=120, **controller):
     cfg = EWEConfig.build(
         {
             "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
             "retrieval": {"source": "fake" if datastore is not None else None, "top_k": 2},
-            "decoding": {"max_new_tokens": 120},
+            "decoding": {"max_new_tokens": max_new_tokens},
             "controller": {"verify_trigger": "interval", "verify_interval": 4, **controller},
         }
     )
@@ -85,6 +85,18 @@ def test_cut_off_sentence_is_not_treated_as_finished():
     feed(tr, f"{A} She was born")
     out = tr.finish(complete=False)
     assert [s.text for s in tr.sentences] == [A] and out[-1].complete is False
+
+
+def test_result_reports_a_cut_off_last_sentence_as_unfinished_and_unchecked():
+    full = f"{A} {B_RIGHT} {C}"
+    n = len(ids_of(full)) - 3  # the budget ends inside C
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(full)), checker, max_new_tokens=n).generate(PROMPT)
+    assert r.finish_reason == "length"
+    *done, last = r.sentences
+    assert [s["text"] for s in done] == [A, B_RIGHT] and all(s["complete"] and s["checked"] for s in done)
+    assert not last["complete"] and not last["checked"] and C.startswith(last["text"]) and last["text"] != C
+    assert last["end"] == len(r.token_ids) and checker.calls == [A, B_RIGHT]
 
 
 # -- pauses --------------------------------------------------------------------------------

@@ -168,10 +168,15 @@ def test_eval_run_sweeps_a_setting_and_plots_it(tmp_path):
     prompts.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie."}) + "\n" for i in range(3)))
     loader = ScriptedLoader(LookupBackend())
     result = run_eval([str(method)], [str(prompts)], tmp_path / "eval", eval_config=eval_cfg, loader=loader,
-                      progress=False, sweeps={"controller.verify_interval": [2, 16]}, sweep_method=str(method),
-                      sweep_n=2)
+                      progress=False, sweeps={"controller.verify_interval": [2, 16],
+                                              "memory.retrieval_units+retrieval.top_k": [3]},
+                      sweep_method=str(method), sweep_n=2)
     assert [(r["param"], r["value"], r["n"]) for r in result["sweeps"]] == [
-        ("controller.verify_interval", 2, 2), ("controller.verify_interval", 16, 2)]
+        ("controller.verify_interval", 2, 2), ("controller.verify_interval", 16, 2),
+        ("memory.retrieval_units+retrieval.top_k", 3, 2)]
+    tied = json.loads((tmp_path / "eval" / "sweeps" / "memory.retrieval_units+retrieval.top_k=3" /
+                       "checked.jsonl.config.json").read_text())
+    assert tied["memory"]["retrieval_units"] == 3 and tied["retrieval"]["top_k"] == 3
     assert all(r["f1"] == pytest.approx(0.5) for r in result["sweeps"])
     assert (tmp_path / "eval" / "sweeps" / "controller.verify_interval=16" / "checked.jsonl").exists()
     assert any(name.startswith("sweep_") and name.endswith(".png") for name in result["report"])

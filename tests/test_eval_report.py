@@ -151,7 +151,7 @@ def test_summary_missing_key_is_named(runs, tmp_path):
     (lambda s, sw, p: s.append(dict(s[0])), r"method 'ewe' on dataset 'bios' appears twice"),
     (lambda s, sw, p: s.clear(), r"summaries is empty"),
     (lambda s, sw, p: sw[3].pop("value"), r"sweep point 3: missing key\(s\) value"),
-    (lambda s, sw, p: p.write_text(p.read_text() + "{not json\n"), r"ewe\.jsonl:4: not valid JSON"),
+    (lambda s, sw, p: p.write_text(p.read_text() + "{not json\n"), r"ewe\.jsonl:4: not JSON"),
     (lambda s, sw, p: p.write_text(p.read_text().replace('"unsupported"', '"maybe"', 1)),
      r"ewe\.jsonl:1, sentence 1, claim 0: label 'maybe' is not one of"),
     (lambda s, sw, p: p.write_text(p.read_text().replace('"method": "ewe"', '"method": "rag"', 1)),

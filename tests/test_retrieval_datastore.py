@@ -501,3 +501,13 @@ def test_datastore_serves_the_fact_checker_as_an_evidence_source(store):
     assert [[e.title for e in row] for row in found] == [[h.title for h in row] for row in hits]
     assert found[0][0].score == pytest.approx(hits[0][0].score) and found[0][0].source_id.startswith(hits[0][0].source_id)
     assert src.search([], 2) == []
+
+
+def test_the_retriever_and_the_checker_share_one_loaded_minilm(emb):
+    from ewe.verify.alignment import AlignmentChecker
+    from ewe.verify.embedding import Encoder
+
+    checker = AlignmentChecker(encoder=Encoder(device=emb.device))
+    assert checker.encoder.model is emb.model  # one copy in memory, not two
+    assert Embedder("embedded", max_seq_length=64).model is not emb.model  # a changed copy is its own
+    assert emb.model.max_seq_length != 64

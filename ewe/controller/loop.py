@@ -267,7 +267,8 @@ class ControlledRun:
         self.trace.add("finish", reason=finish, new_tokens=len(t.tokens), decoded_tokens=self.decoded,
                        backtracks=self.backtracks)
         sentences = []
-        for s in t.sentences:
+        cut_off = t.unfinished()
+        for s in t.sentences + ([cut_off] if cut_off else []):
             check = self.checks.get((s.start, s.text))
             sentences.append({**s.describe(), "checked": check is not None,
                               "needs_rewrite": check["needs_rewrite"] if check else None,

@@ -36,7 +36,7 @@ class Sentence:
         return math.exp(min(self.logprobs)) if self.logprobs else 1.0
 
     def describe(self) -> dict:
-        return {"start": self.start, "end": self.end, "text": self.text,
+        return {"start": self.start, "end": self.end, "text": self.text, "complete": self.complete,
                 "mean_entropy": round(self.mean_entropy, 4), "min_prob": round(self.min_prob, 4)}
 
 
@@ -83,6 +83,14 @@ class SentenceTracker:
             if not complete:
                 self.sentences.pop()  # a cut-off sentence is reported, never treated as finished
         return out
+
+    def unfinished(self) -> Sentence | None:
+        """The text after the last complete sentence (cut off by the token budget), if any."""
+        start = self.tail_start
+        if start >= len(self.tokens) or not self.decode(start).strip():
+            return None
+        return Sentence(start, len(self.tokens), self.decode(start).strip(), self.logprobs[start:],
+                        self.entropies[start:], complete=False)
 
     def truncate(self, length: int) -> str:
         """Keep the first `length` tokens; return the removed text."""

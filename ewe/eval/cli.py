@@ -12,8 +12,9 @@ def _sweeps(items: list[str]) -> dict[str, list]:
     out = {}
     for item in items:
         key, sep, values = item.partition("=")
-        if not sep or "." not in key or not values:
-            raise SystemExit(f"ewe eval: --sweep {item!r}: expected SECTION.KEY=V1,V2,... e.g. memory.retrieval_units=1,2,4")
+        if not sep or not values or not all("." in k for k in key.split("+")):
+            raise SystemExit(f"ewe eval: --sweep {item!r}: expected SECTION.KEY=V1,V2,... e.g. memory.retrieval_units=1,2,4 "
+                             "(KEY1+KEY2=... sets both to each value)")
         out[key] = [yaml.safe_load(v) for v in values.split(",")]
     return out
 
@@ -102,7 +103,8 @@ def add_eval_commands(sub) -> None:
     r.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"))
     r.add_argument("--no-articles", action="store_true")
     r.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,...",
-                   help="also run --sweep-method at each value on the first dataset (repeatable)")
+                   help="also run --sweep-method at each value on the first dataset (repeatable); "
+                        "KEY1+KEY2=V1,... sets both keys, e.g. memory.retrieval_units+retrieval.top_k=1,4,8")
     r.add_argument("--sweep-method", default="ewe")
     r.add_argument("--sweep-n", type=int, help="prompts per swept value (default: all of the first dataset)")
     r.set_defaults(func=cmd_run)

@@ -105,7 +105,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
                     folder.mkdir(parents=True, exist_ok=True)
                     sub.write_text("".join(prompts.read_text(encoding="utf-8").splitlines(True)[:sweep_n]))
                 prompts = sub
-            cfg = EWEConfig.from_yaml(base, **{**overrides, param: value})
+            cfg = EWEConfig.from_yaml(base, **{**overrides, **{key: value for key in param.split("+")}})
             results = folder / f"{method_name(sweep_method)}.jsonl"
             run_prompts(loader.load(cfg), prompts, results, progress=progress)
             rows = scorer.check_file(results, folder / "details.jsonl", method_name(sweep_method), ds, progress)

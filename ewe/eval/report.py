@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..files import atomic_write
+from ..files import atomic_write, read_jsonl
 
 LABELS = ("supported", "unsupported", "not_enough_evidence")
 NUMBER_KEYS = ("n", "K", "precision", "recall", "f1", "claims_per_response", "supported_per_response",
@@ -147,19 +147,10 @@ def _load_details(summary: dict) -> list[dict]:
     label = f"{summary['method']} / {summary['dataset']}"
     if not path.is_file():
         raise FileNotFoundError(f"details file for {label} not found: {path}")
-    records = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not valid JSON ({e.msg})") from None
-            _check_response(rec, summary, where)
-            records.append(rec)
-    return records
+    records = read_jsonl(path)
+    for n, rec in records:
+        _check_response(rec, summary, f"{path}:{n}")
+    return [rec for _, rec in records]
 
 
 # ---------------------------------------------------------------- atomic writes

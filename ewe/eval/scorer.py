@@ -14,6 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .. import wiki
+from ..files import read_jsonl
 from ..runner import finished_ids
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
@@ -111,14 +112,8 @@ def score_dataset(runs: dict[str, list[dict]], K: int | None = None) -> int:
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such results file")
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from None
-        if "id" not in rows[-1] or "prompt" not in rows[-1]:
+    rows = read_jsonl(path)
+    for n, row in rows:
+        if not isinstance(row, dict) or "id" not in row or "prompt" not in row:
             raise ValueError(f'{path}:{n}: a result line needs "id" and "prompt"')
-    return rows
+    return [row for _, row in rows]

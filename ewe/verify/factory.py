@@ -16,9 +16,8 @@ from .protocols import LLM, EvidenceSource
 
 
 def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: Optional[LLM] = None,
-                       device: str = "cpu", sentence_model=None) -> FactChecker:
-    """`cfg` is a config.CheckerConfig; `generator_llm` serves checker.llm == "generator";
-    `sentence_model`, a loaded all-MiniLM-L6-v2 SentenceTransformer to share (the datastore's)."""
+                       device: str = "cpu") -> FactChecker:
+    """`cfg` is a config.CheckerConfig; `generator_llm` serves checker.llm == "generator"."""
 
     def llm() -> LLM:
         if cfg.llm == "http":
@@ -31,7 +30,7 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
         return generator_llm
 
     if cfg.backend == "alignment":
-        backend = AlignmentChecker(encoder=Encoder(model=sentence_model) if sentence_model is not None else None)
+        backend = AlignmentChecker(encoder=Encoder(device=device))
     elif cfg.backend == "nli":
         from .nli import NLIChecker
 

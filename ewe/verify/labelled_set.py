@@ -19,7 +19,6 @@ robustness to paraphrase.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 from pathlib import Path
@@ -381,7 +380,7 @@ def write_jsonl(items: list[dict], path: Path | str) -> Path:
 
 
 def load_labelled_set(path: Path | str = DEFAULT_PATH, split: Optional[str] = None) -> list[dict]:
-    items = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    items = [item for _, item in files.read_jsonl(path)]
     return [it for it in items if split is None or it["split"] == split]
 
 
