@@ -103,6 +103,9 @@ def test_matches_reference_random_shapes(seed, decode, dtype):
         (100, 301, 5, 101, 3, 128),  # prefill over several query blocks and key tiles
         (70, 135, 3, 65, 1, 64),
         (33, 33, 0, 1, 2, 64),  # no memory at all
+        (1, 301, 3, 65, 3, 72),  # head dims that are no multiple of the kernels' column blocks
+        (3, 41, 2, 17, 2, 44),
+        (2, 51, 2, 33, 4, 40),
     ],
 )
 def test_matches_reference_large(q_len, ctx, units, unit_len, group, d, dtype):

@@ -260,16 +260,16 @@ void qk_blocked(const float* QT, int64_t Rp, const float* K, int64_t ldk, int64_
   }
 }
 
-// acc[r] += sum_t P(t, r) * V[t] for r < R, with P(t, r) = P[t * pt + r * pr]; 64 output
-// columns at a time stay in registers. Values are float, or bfloat16 bits (uint16_t) widened
-// as they are loaded (decode: a widened copy would be written and read back for a few rows).
+// acc[r] += sum_t P(t, r) * V[t] for rows r in [r0, r1) and columns from d0 on, with
+// P(t, r) = P[t * pt + r * pr]; one row at a time, 64 output columns in registers. Values are
+// float, or bfloat16 bits (uint16_t) widened as they are loaded.
 template <typename VT>
-void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R, const VT* V, int64_t ldv,
-                   int64_t T, int64_t D) {
-  for (int64_t r = 0; r < R; ++r) {
+void pv_each_row(float* acc, const float* P, int64_t pt, int64_t pr, int64_t r0, int64_t r1, const VT* V,
+                 int64_t ldv, int64_t T, int64_t D, int64_t d0 = 0) {
+  for (int64_t r = r0; r < r1; ++r) {
     float* a = acc + r * D;
     const float* pr_ = P + r * pr;
-    int64_t d = 0;
+    int64_t d = d0;
     for (; d + 8 * W <= D; d += 8 * W) {
       vf x[8];
 #pragma GCC unroll 8
@@ -294,6 +294,54 @@ void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R
       a[d] = x;
     }
   }
+}
+
+// The same for RB rows together, CV * 8 columns at a time: each value chunk is loaded (and
+// widened) once for all RB rows, the RB * CV accumulators staying in registers.
+template <int RB, int CV, typename VT>
+void pv_rows(float* acc, const float* P, int64_t pt, int64_t pr, int64_t r0, const VT* V, int64_t ldv, int64_t T,
+             int64_t D) {
+  constexpr int64_t kStep = CV * W;
+  int64_t d = 0;
+  for (; d + kStep <= D; d += kStep) {
+    vf x[RB][CV];
+#pragma GCC unroll 4
+    for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) x[i][c] = load(acc + (r0 + i) * D + d + c * W);
+    for (int64_t t = 0; t < T; ++t) {
+      vf v[CV];
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) v[c] = load_widened(V + t * ldv + d + c * W);
+#pragma GCC unroll 4
+      for (int i = 0; i < RB; ++i) {
+        const vf p = splat(P[t * pt + (r0 + i) * pr]);
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) x[i][c] += p * v[c];
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) store(acc + (r0 + i) * D + d + c * W, x[i][c]);
+  }
+  if (d < D) pv_each_row(acc, P, pt, pr, r0, r0 + RB, V, ldv, T, D, d);
+}
+
+// acc[r] += sum_t P(t, r) * V[t] for r < R. Few rows (decode: the query heads of one KV
+// head) are done together so each value is read once; many rows (prefill) one at a time.
+template <typename VT>
+void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R, const VT* V, int64_t ldv,
+                   int64_t T, int64_t D) {
+  if (R >= kBlockedMinRows) {
+    pv_each_row(acc, P, pt, pr, 0, R, V, ldv, T, D);
+    return;
+  }
+  int64_t r = 0;
+  for (; R % 3 != 0 && r + 4 <= R; r += 4) pv_rows<4, 2>(acc, P, pt, pr, r, V, ldv, T, D);
+  for (; r + 3 <= R; r += 3) pv_rows<3, 4>(acc, P, pt, pr, r, V, ldv, T, D);
+  if (R - r == 2) pv_rows<2, 4>(acc, P, pt, pr, r, V, ldv, T, D);
+  if (R - r == 1) pv_rows<1, 4>(acc, P, pt, pr, r, V, ldv, T, D);
 }
 
 // Raw pointers and element strides of every argument.
