@@ -144,10 +144,10 @@ inline vf4 hsum4(vf a0, vf a1, vf a2, vf a3) {
   return __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
 }
 
-inline vf load_widened(const float* p) { return load(p); }
-inline vf load_widened(const uint16_t* p) { return bf16x8_to_float(p); }
-inline float bits_to_float(float x) { return x; }
-inline float bits_to_float(uint16_t x) {
+inline vf load_keys(const float* p) { return load(p); }
+inline vf load_keys(const uint16_t* p) { return bf16x8_to_float(p); }
+inline float key_to_float(float x) { return x; }
+inline float key_to_float(uint16_t x) {
   const uint32_t u = static_cast<uint32_t>(x) << 16;
   float f;
   std::memcpy(&f, &u, sizeof(f));
@@ -165,7 +165,7 @@ inline void qk_dots_block(const float* Qr, int64_t r0, const KT* K, int64_t ldk,
   for (; d + W <= D; d += W) {
     vf k[KB];
 #pragma GCC unroll 8
-    for (int j = 0; j < KB; ++j) k[j] = load_widened(K + (t + j) * ldk + d);
+    for (int j = 0; j < KB; ++j) k[j] = load_keys(K + (t + j) * ldk + d);
 #pragma GCC unroll 4
     for (int i = 0; i < RB; ++i) {
       const vf q = load(Qr + (r0 + i) * D + d);
@@ -188,7 +188,7 @@ inline void qk_dots_block(const float* Qr, int64_t r0, const KT* K, int64_t ldk,
       for (int j = 0; j < KB; ++j) out[j] = hsum(acc[i][j]);
     }
     for (int64_t e = d; e < D; ++e)  // head dims that are not a multiple of 8
-      for (int j = 0; j < KB; ++j) out[j] += q[e] * bits_to_float(K[(t + j) * ldk + e]);
+      for (int j = 0; j < KB; ++j) out[j] += q[e] * key_to_float(K[(t + j) * ldk + e]);
   }
 }
 
@@ -260,88 +260,49 @@ void qk_blocked(const float* QT, int64_t Rp, const float* K, int64_t ldk, int64_
   }
 }
 
-// acc[r] += sum_t P(t, r) * V[t] for rows r in [r0, r1) and columns from d0 on, with
-// P(t, r) = P[t * pt + r * pr]; one row at a time, 64 output columns in registers. Values are
-// float, or bfloat16 bits (uint16_t) widened as they are loaded.
-template <typename VT>
-void pv_each_row(float* acc, const float* P, int64_t pt, int64_t pr, int64_t r0, int64_t r1, const VT* V,
-                 int64_t ldv, int64_t T, int64_t D, int64_t d0 = 0) {
-  for (int64_t r = r0; r < r1; ++r) {
+// acc[r] += sum_t P(t, r) * V[t] for r < R, with P(t, r) = P[t * pt + r * pr]; 64 output
+// columns at a time stay in registers.
+void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R, const float* V, int64_t ldv,
+                   int64_t T, int64_t D) {
+  for (int64_t r = 0; r < R; ++r) {
     float* a = acc + r * D;
     const float* pr_ = P + r * pr;
-    int64_t d = d0;
+    int64_t d = 0;
     for (; d + 8 * W <= D; d += 8 * W) {
-      vf x[8];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) x[i] = load(a + d + i * W);
+      vf x0 = load(a + d), x1 = load(a + d + W), x2 = load(a + d + 2 * W), x3 = load(a + d + 3 * W);
+      vf x4 = load(a + d + 4 * W), x5 = load(a + d + 5 * W), x6 = load(a + d + 6 * W), x7 = load(a + d + 7 * W);
       for (int64_t t = 0; t < T; ++t) {
         const vf p = splat(pr_[t * pt]);
-        const VT* v = V + t * ldv + d;
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) x[i] += p * load_widened(v + i * W);
+        const float* v = V + t * ldv + d;
+        x0 += p * load(v);
+        x1 += p * load(v + W);
+        x2 += p * load(v + 2 * W);
+        x3 += p * load(v + 3 * W);
+        x4 += p * load(v + 4 * W);
+        x5 += p * load(v + 5 * W);
+        x6 += p * load(v + 6 * W);
+        x7 += p * load(v + 7 * W);
       }
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) store(a + d + i * W, x[i]);
+      store(a + d, x0);
+      store(a + d + W, x1);
+      store(a + d + 2 * W, x2);
+      store(a + d + 3 * W, x3);
+      store(a + d + 4 * W, x4);
+      store(a + d + 5 * W, x5);
+      store(a + d + 6 * W, x6);
+      store(a + d + 7 * W, x7);
     }
     for (; d + W <= D; d += W) {
       vf x = load(a + d);
-      for (int64_t t = 0; t < T; ++t) x += splat(pr_[t * pt]) * load_widened(V + t * ldv + d);
+      for (int64_t t = 0; t < T; ++t) x += splat(pr_[t * pt]) * load(V + t * ldv + d);
       store(a + d, x);
     }
     for (; d < D; ++d) {
       float x = a[d];
-      for (int64_t t = 0; t < T; ++t) x += pr_[t * pt] * bits_to_float(V[t * ldv + d]);
+      for (int64_t t = 0; t < T; ++t) x += pr_[t * pt] * V[t * ldv + d];
       a[d] = x;
     }
   }
-}
-
-// The same for RB rows together, CV * 8 columns at a time: each value chunk is loaded (and
-// widened) once for all RB rows, the RB * CV accumulators staying in registers.
-template <int RB, int CV, typename VT>
-void pv_rows(float* acc, const float* P, int64_t pt, int64_t pr, int64_t r0, const VT* V, int64_t ldv, int64_t T,
-             int64_t D) {
-  constexpr int64_t kStep = CV * W;
-  int64_t d = 0;
-  for (; d + kStep <= D; d += kStep) {
-    vf x[RB][CV];
-#pragma GCC unroll 4
-    for (int i = 0; i < RB; ++i)
-#pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) x[i][c] = load(acc + (r0 + i) * D + d + c * W);
-    for (int64_t t = 0; t < T; ++t) {
-      vf v[CV];
-#pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) v[c] = load_widened(V + t * ldv + d + c * W);
-#pragma GCC unroll 4
-      for (int i = 0; i < RB; ++i) {
-        const vf p = splat(P[t * pt + (r0 + i) * pr]);
-#pragma GCC unroll 4
-        for (int c = 0; c < CV; ++c) x[i][c] += p * v[c];
-      }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < RB; ++i)
-#pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) store(acc + (r0 + i) * D + d + c * W, x[i][c]);
-  }
-  if (d < D) pv_each_row(acc, P, pt, pr, r0, r0 + RB, V, ldv, T, D, d);
-}
-
-// acc[r] += sum_t P(t, r) * V[t] for r < R. Few rows (decode: the query heads of one KV
-// head) are done together so each value is read once; many rows (prefill) one at a time.
-template <typename VT>
-void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R, const VT* V, int64_t ldv,
-                   int64_t T, int64_t D) {
-  if (R >= kBlockedMinRows) {
-    pv_each_row(acc, P, pt, pr, 0, R, V, ldv, T, D);
-    return;
-  }
-  int64_t r = 0;
-  for (; R % 3 != 0 && r + 4 <= R; r += 4) pv_rows<4, 2>(acc, P, pt, pr, r, V, ldv, T, D);
-  for (; r + 3 <= R; r += 3) pv_rows<3, 4>(acc, P, pt, pr, r, V, ldv, T, D);
-  if (R - r == 2) pv_rows<2, 4>(acc, P, pt, pr, r, V, ldv, T, D);
-  if (R - r == 1) pv_rows<1, 4>(acc, P, pt, pr, r, V, ldv, T, D);
 }
 
 // Raw pointers and element strides of every argument.
@@ -446,14 +407,8 @@ class WorkItem {
         add_context_bias(S, j0, T);
       }
       softmax_update(S, T);
-      if constexpr (std::is_same_v<scalar_t, float>) {
-        pv_accumulate(s_.acc.data(), S, st_, sr_, R_, vb + j0 * vl, vl, T, p.D);
-      } else if (blocked_) {  // prefill: the tile is widened once for all its rows
-        const float* V = tile_rows(vb, vl, j0, T, p.D, s_.vbuf.data(), &ldv);
-        pv_accumulate(s_.acc.data(), S, st_, sr_, R_, V, ldv, T, p.D);
-      } else {  // decode: widened in registers
-        pv_accumulate(s_.acc.data(), S, st_, sr_, R_, reinterpret_cast<const uint16_t*>(vb + j0 * vl), vl, T, p.D);
-      }
+      const float* V = tile_rows(vb, vl, j0, T, p.D, s_.vbuf.data(), &ldv);
+      pv_accumulate(s_.acc.data(), S, st_, sr_, R_, V, ldv, T, p.D);
     }
   }
 
