@@ -375,10 +375,6 @@ def build_labelled_set(summaries: Optional[dict[str, dict]] = None, n_pairs: int
     return items
 
 
-def write_jsonl(items: list[dict], path: Path | str) -> Path:
-    return files.write_jsonl(path, items)
-
-
 def load_labelled_set(path: Path | str = DEFAULT_PATH, split: Optional[str] = None) -> list[dict]:
     items = [item for _, item in files.read_jsonl(path)]
     return [it for it in items if split is None or it["split"] == split]
@@ -392,7 +388,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--tune-fraction", type=float, default=0.4)
     args = ap.parse_args(argv)
     items = build_labelled_set(n_pairs=args.pairs, seed=args.seed, tune_fraction=args.tune_fraction)
-    path = write_jsonl(items, args.out)
+    path = files.write_jsonl(args.out, items)
     by = {}
     for it in items:
         by[(it["split"], it["kind"])] = by.get((it["split"], it["kind"]), 0) + 1
