@@ -106,6 +106,10 @@ def test_matches_reference_random_shapes(seed, decode, dtype):
         (1, 301, 3, 65, 3, 72),  # head dims that are no multiple of the kernels' column blocks
         (3, 41, 2, 17, 2, 44),
         (2, 51, 2, 33, 4, 40),
+        (1, 257, 2, 33, 5, 64),  # decode's value pass takes the group's rows 4 + 1, 3 + 3, 4 + 3, 4 + 4
+        (1, 129, 3, 17, 6, 40),
+        (1, 65, 1, 63, 7, 72),
+        (1, 301, 4, 31, 8, 128),
     ],
 )
 def test_matches_reference_large(q_len, ctx, units, unit_len, group, d, dtype):

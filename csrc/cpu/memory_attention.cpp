@@ -35,7 +35,8 @@ namespace ewe_ext {
 namespace {
 
 constexpr int64_t W = 8;                   // lanes of a vf
-constexpr int64_t kTile = 64;              // keys per tile
+constexpr int64_t kTile = 64;              // keys per tile (at most)
+constexpr int64_t kFewRowsTile = 32;       // keys per tile for few rows (decode): K and V reads alternate finer, and overlap the compute better
 constexpr int64_t kRowBlock = 16;          // rows per register block in the row-blocked QK kernel
 constexpr int64_t kBlockedMinRows = 12;    // from this many rows on, QK is row-blocked (else dot products)
 constexpr int64_t kRowsPerItem = 48;       // target query rows (heads x queries) per work item in prefill
@@ -163,14 +164,20 @@ inline void qk_dots_block(const float* Qr, int64_t r0, const KT* K, int64_t ldk,
   vf acc[RB][KB] = {};
   int64_t d = 0;
   for (; d + W <= D; d += W) {
-    vf k[KB];
-#pragma GCC unroll 8
-    for (int j = 0; j < KB; ++j) k[j] = load_keys(K + (t + j) * ldk + d);
+    // The RB query chunks are held in registers and each key chunk is widened into one as it
+    // is used: RB + KB loads per RB * KB FMAs (folding the query loads into the FMAs instead
+    // would take RB * KB + KB loads, more than the load ports sustain beside the FMAs).
+    vf q[RB];
 #pragma GCC unroll 4
     for (int i = 0; i < RB; ++i) {
-      const vf q = load(Qr + (r0 + i) * D + d);
+      q[i] = load(Qr + (r0 + i) * D + d);
+      keep_in_register(q[i]);
+    }
 #pragma GCC unroll 8
-      for (int j = 0; j < KB; ++j) acc[i][j] += q * k[j];
+    for (int j = 0; j < KB; ++j) {
+      const vf k = load_keys(K + (t + j) * ldk + d);
+#pragma GCC unroll 4
+      for (int i = 0; i < RB; ++i) acc[i][j] += q[i] * k;
     }
   }
 #pragma GCC unroll 4
@@ -204,7 +211,7 @@ void qk_dots(const float* Qr, int64_t R, const KT* K, int64_t ldk, int64_t T, in
   const int64_t rest = R - r;
   int64_t t = 0;
   if (rest == 3) {
-    for (; t + 2 <= T; t += 2) qk_dots_block<3, 2, KT>(Qr, r, K, ldk, t, D, S, lds);
+    for (; t + 4 <= T; t += 4) qk_dots_block<3, 4, KT>(Qr, r, K, ldk, t, D, S, lds);
     for (; t < T; ++t) qk_dots_block<3, 1, KT>(Qr, r, K, ldk, t, D, S, lds);
   } else if (rest == 2) {
     for (; t + 4 <= T; t += 4) qk_dots_block<2, 4, KT>(Qr, r, K, ldk, t, D, S, lds);
@@ -305,6 +312,69 @@ void pv_accumulate(float* acc, const float* P, int64_t pt, int64_t pr, int64_t R
   }
 }
 
+inline vf load_values(const float* p) { return load(p); }
+inline vf load_values(const uint16_t* p) { return bf16x8_to_float(p); }
+
+// acc[r0 + i] += sum_t P[(r0 + i) * pr + t] * V[t] for i < RB, over columns from d on in
+// chunks of CV * 8 while whole chunks fit; returns where it stopped. Each value chunk is loaded
+// (bfloat16 widened in registers) once for the RB rows, whose RB * CV accumulators stay in
+// registers (RB * CV + CV + 1 <= 16 ymm).
+template <int RB, int CV, typename VT>
+int64_t pv_rows(float* acc, const float* P, int64_t pr, int64_t r0, const VT* V, int64_t ldv, int64_t T, int64_t D,
+                int64_t d) {
+  constexpr int64_t kStep = CV * W;
+  for (; d + kStep <= D; d += kStep) {
+    vf x[RB][CV];
+#pragma GCC unroll 4
+    for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) x[i][c] = load(acc + (r0 + i) * D + d + c * W);
+    for (int64_t t = 0; t < T; ++t) {
+      vf v[CV];
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) v[c] = load_values(V + t * ldv + d + c * W);
+#pragma GCC unroll 4
+      for (int i = 0; i < RB; ++i) {
+        const vf p = splat(P[(r0 + i) * pr + t]);
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) x[i][c] += p * v[c];
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) store(acc + (r0 + i) * D + d + c * W, x[i][c]);
+  }
+  return d;
+}
+
+// The same for all D columns: wide chunks first (at least 8 independent accumulators keep both
+// FMA pipes busy), then narrower ones, then single columns.
+template <int RB, typename VT>
+void pv_rows_all(float* acc, const float* P, int64_t pr, int64_t r0, const VT* V, int64_t ldv, int64_t T, int64_t D) {
+  constexpr int CV = RB >= 4 ? 2 : RB == 3 ? 3 : 4;
+  int64_t d = pv_rows<RB, CV>(acc, P, pr, r0, V, ldv, T, D, 0);
+  if constexpr (CV > 2) d = pv_rows<RB, CV - 1>(acc, P, pr, r0, V, ldv, T, D, d);
+  if constexpr (CV > 1) d = pv_rows<RB, 1>(acc, P, pr, r0, V, ldv, T, D, d);
+  for (; d < D; ++d)
+    for (int i = 0; i < RB; ++i) {
+      float x = acc[(r0 + i) * D + d];
+      for (int64_t t = 0; t < T; ++t) x += P[(r0 + i) * pr + t] * key_to_float(V[t * ldv + d]);
+      acc[(r0 + i) * D + d] = x;
+    }
+}
+
+// acc[r] += sum_t P[r * pr + t] * V[t] for r < R (decode: the query heads of one KV head),
+// values read straight from the cache, once per group of up to four rows.
+template <typename VT>
+void pv_group(float* acc, const float* P, int64_t pr, int64_t R, const VT* V, int64_t ldv, int64_t T, int64_t D) {
+  int64_t r = 0;
+  for (; R - r >= 4 && R - r != 6; r += 4) pv_rows_all<4>(acc, P, pr, r, V, ldv, T, D);
+  for (; R - r >= 3; r += 3) pv_rows_all<3>(acc, P, pr, r, V, ldv, T, D);
+  if (R - r == 2) pv_rows_all<2>(acc, P, pr, r, V, ldv, T, D);
+  if (R - r == 1) pv_rows_all<1>(acc, P, pr, r, V, ldv, T, D);
+}
+
 // Raw pointers and element strides of every argument.
 
 // Per-thread scratch, sized for the largest work item.
@@ -390,8 +460,9 @@ class WorkItem {
     const scalar_t* vb = mem ? p.mv + b_ * p.mv_sb + h_ * p.mv_sh : p.v + b_ * p.v_sb + h_ * p.v_sh;
     const int64_t kl = mem ? p.mk_sl : p.k_sl, vl = mem ? p.mv_sl : p.v_sl;
     float* S = s_.scores.data();
-    for (int64_t j0 = begin; j0 < end; j0 += kTile) {
-      const int64_t T = std::min(kTile, end - j0);
+    const int64_t tile = blocked_ ? kTile : kFewRowsTile;
+    for (int64_t j0 = begin; j0 < end; j0 += tile) {
+      const int64_t T = std::min(tile, end - j0);
       int64_t ldk, ldv;
       if (blocked_) {
         const float* K = tile_rows(kb, kl, j0, T, p.D, s_.kbuf.data(), &ldk);
@@ -407,8 +478,14 @@ class WorkItem {
         add_context_bias(S, j0, T);
       }
       softmax_update(S, T);
-      const float* V = tile_rows(vb, vl, j0, T, p.D, s_.vbuf.data(), &ldv);
-      pv_accumulate(s_.acc.data(), S, st_, sr_, R_, V, ldv, T, p.D);
+      if (blocked_) {
+        const float* V = tile_rows(vb, vl, j0, T, p.D, s_.vbuf.data(), &ldv);
+        pv_accumulate(s_.acc.data(), S, st_, sr_, R_, V, ldv, T, p.D);
+      } else if constexpr (std::is_same_v<scalar_t, float>) {
+        pv_group(s_.acc.data(), S, kTile, R_, vb + j0 * vl, vl, T, p.D);
+      } else {
+        pv_group(s_.acc.data(), S, kTile, R_, reinterpret_cast<const uint16_t*>(vb + j0 * vl), vl, T, p.D);
+      }
     }
   }
 
@@ -602,7 +679,8 @@ void run_kernel(Params<scalar_t>& p) {
   }
   const int64_t rows = p.G * p.q_block;
   const int64_t rows_padded = (rows + kRowBlock - 1) / kRowBlock * kRowBlock;
-  const bool widen = !std::is_same_v<scalar_t, float>;
+  // Only the row-blocked (prefill) kernels read bfloat16 tiles widened into scratch.
+  const bool widen = !std::is_same_v<scalar_t, float> && rows >= kBlockedMinRows;
   parallel_dynamic(
       items * p.splits, [&] { return Scratch(rows_padded, p.D, widen); },
       [&](int64_t i, Scratch& s) { WorkItem<scalar_t>(p, s, i).run(); });

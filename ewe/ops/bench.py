@@ -10,7 +10,8 @@ Decode cycles through --layers distinct sets of tensors (30 by default, as many 
 model has), so keys and values stream from memory as they do in a model rather than from
 cache. On CPU the same run times a plain streaming read (`x.sum()` over 256 MB) between the
 decode calls and reports the extension's decode bandwidth (bytes of K and V read per call /
-time) as a fraction of it. Implementations are interleaved within each repeat, so a busy machine slows
+time) as a fraction of it; each timed loop there starts from caches holding clean lines only
+(see `_time_interleaved`). Implementations are interleaved within each repeat, so a busy machine slows
 them alike; the load average is printed because 2-thread timings on an oversubscribed
 machine are mostly scheduler noise (try --threads 1 there).
 """
@@ -98,12 +99,19 @@ def _sync(device):
 def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) -> dict:
     """Median seconds per layer call of each function, the functions interleaved per repeat.
 
-    With a stream_buffer, each repeat also times one `stream_buffer.sum()` (key "stream").
+    With a stream_buffer, each repeat also times one `stream_buffer.sum()` (key "stream"), and
+    every timed loop starts after an untimed read of its first 64 MB: the caches then hold
+    clean lines only, as in a model's decode step (whose other ops read weights), instead of
+    the previous implementation's written temporaries, whose write-back would be charged to
+    whichever implementation runs next.
     """
     scale = HEAD_DIM**-0.5
     samples = {name: [] for name in list(fns) + (["stream"] if stream_buffer is not None else [])}
+    clean = stream_buffer[: 64 * 2**20 // stream_buffer.element_size()] if stream_buffer is not None else None
     for rep in range(repeats + 1):  # the first round warms up
         for name, fn in fns.items():
+            if clean is not None:
+                clean.sum()
             _sync(device)
             start = time.perf_counter()
             for q, key, value, memory in layers:
@@ -112,6 +120,7 @@ def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) ->
             if rep:
                 samples[name].append((time.perf_counter() - start) / len(layers))
         if stream_buffer is not None:
+            clean.sum()
             start = time.perf_counter()
             stream_buffer.sum()
             if rep:
