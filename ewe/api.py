@@ -219,7 +219,9 @@ class EWE:
                 With method "cove" the baseline never reads passages: given passages
                 are the evidence for every verification answer (in place of retrieval,
                 placed by cove.passages_placement); None retrieves cove.top_k per
-                question when cove.retrieval is on, else none.
+                question when cove.retrieval is on, else none. With methods "streaming-vr"
+                and "full-vr" passages are listed before the prompt; None retrieves them
+                when vr.open_book is on, else none.
             max_new_tokens, temperature, top_p, seed: override the configuration's decoding
                 settings; temperature 0 is greedy.
 
@@ -240,6 +242,11 @@ class EWE:
             self._check_lengths(prompts, ids, 0, dec.max_new_tokens)  # the baseline's prompt, before model work
             cove = CoVe(self)
             results = [cove.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        elif self.config.method in ("streaming-vr", "full-vr"):
+            from .methods.verify_refine import VerifyRefine
+
+            vr = VerifyRefine(self, self._fact_checker)
+            results = [vr.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         elif self.config.controller.active:
             from .controller import Controller
 

@@ -161,9 +161,30 @@ class CoveConfig(_Section):
     check_tokens: int = Field(8, ge=1, le=1024, description="tokens for each consistency judgement")
 
 
+class VerifyRefineConfig(_Section):
+    """Streaming-VR and Full-VR (Ko et al., 2025): verify, and refine what fails.
+
+    Used only with `method: streaming-vr` or `method: full-vr` (ewe/methods/verify_refine.py).
+    The verifier is the checker section's fact-checker; the refiner is the generator with
+    a refine prompt, decoding greedily.
+    """
+
+    mode: Literal["live", "offline"] = Field(
+        "live", description='streaming-vr: "live" refines each sentence in place and generates on from it; '
+                            '"offline" (the paper\'s experiments) refines the finished answer\'s sentences in order')
+    open_book: bool = Field(False, description="prepend retrieval.top_k passages retrieved for the prompt to the "
+                                               "generation prompt (the refiner sees them too); else closed-book")
+    sentence_tokens: int = Field(64, ge=1, le=32_768, description="streaming-vr: tokens for one refined sentence")
+    answer_tokens: int | None = Field(None, ge=1, le=32_768,
+                                      description="full-vr: tokens for the refined answer (default decoding.max_new_tokens)")
+    refiner_evidence: bool = Field(False, description="also show the refiner the checker's best evidence per claim "
+                                                      "(not in the paper, whose refiner sees the prompt only)")
+
+
 class EWEConfig(_Section):
-    method: Literal["ewe", "cove"] = Field(
-        "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification baseline'
+    method: Literal["ewe", "cove", "streaming-vr", "full-vr"] = Field(
+        "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification '
+                           'baseline; "streaming-vr" / "full-vr": verify and refine per sentence / per answer'
     )
     model: ModelConfig = ModelConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -172,12 +193,15 @@ class EWEConfig(_Section):
     controller: ControllerConfig = ControllerConfig()
     checker: CheckerConfig = CheckerConfig()
     cove: CoveConfig = CoveConfig()
+    vr: VerifyRefineConfig = VerifyRefineConfig()
 
     @model_validator(mode="after")
     def _consistent(self):
         ctl = self.controller
         if self.method == "cove":
             self._cove_consistent()
+        if self.method in ("streaming-vr", "full-vr"):
+            self._vr_consistent()
         if ctl.active and self.retrieval.placement == "prompt":
             raise ValueError("controller pauses need retrieval.placement 'memory' (feedback goes into memory units)")
         if ctl.retrieval_trigger != "never" and self.retrieval.source is None:
@@ -185,6 +209,20 @@ class EWEConfig(_Section):
         if ctl.retrieval_trigger != "never" and self.memory.retrieval_units == 0:
             raise ValueError("controller.retrieval_trigger needs memory.retrieval_units >= 1")
         return self
+
+    def _vr_consistent(self) -> None:
+        ctl = self.controller
+        if ctl.active:
+            raise ValueError(
+                f"method {self.method!r} runs its own verification and takes no controller pauses (got "
+                f"controller.retrieval_trigger={ctl.retrieval_trigger!r}, controller.verify_trigger="
+                f"{ctl.verify_trigger!r}); set both to 'never' or use method 'ewe'"
+            )
+        if self.retrieval.source is None:
+            raise ValueError(f"method {self.method!r} verifies against evidence: set retrieval.source "
+                             "(e.g. 'embedded' or a datastore folder)")
+        if self.vr.open_book and self.retrieval.source is None:
+            raise ValueError("vr.open_book needs a retrieval.source to retrieve the prompt's passages from")
 
     def _cove_consistent(self) -> None:
         ctl, cove, ret = self.controller, self.cove, self.retrieval

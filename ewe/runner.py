@@ -103,7 +103,7 @@ def check_same_config(output: Path, config: dict, force: bool) -> None:
     """Refuse to append to an output made with a different configuration (unless `force`)."""
     saved = output.with_name(output.name + ".config.json")
     if saved.exists() and output.exists() and output.stat().st_size and not force:
-        before = json.loads(saved.read_text(encoding="utf-8"))
+        before = _with_current_defaults(json.loads(saved.read_text(encoding="utf-8")))
         if before != config:
             diff = sorted(_diff(before, config))
             raise RunError(
@@ -112,6 +112,20 @@ def check_same_config(output: Path, config: dict, force: bool) -> None:
             )
     output.parent.mkdir(parents=True, exist_ok=True)
     write_json(saved, config)
+
+
+def _with_current_defaults(saved: dict) -> dict:
+    """A saved configuration as this version reads it: settings added since it was saved
+    (a new section, a new key) take their defaults, so upgrading ewe does not stop a resume.
+    One that no longer validates is compared as saved (and so reported as different)."""
+    from pydantic import ValidationError
+
+    from .config import EWEConfig
+
+    try:
+        return EWEConfig.model_validate(saved).model_dump(mode="json")
+    except ValidationError:
+        return saved
 
 
 def _diff(a, b, prefix="") -> set[str]:

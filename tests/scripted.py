@@ -25,8 +25,11 @@ class ScriptedLM(LlamaForCausalLM):
         fresh = past_key_values is None or past_key_values.get_seq_length() == 0
         out = super().forward(input_ids=input_ids, position_ids=position_ids, past_key_values=past_key_values, **kwargs)
         pos = position_ids[0].tolist()
+        # one state per cache, so sessions may interleave (a refiner call in the middle of a generation)
+        states = self.__dict__.setdefault("_states", {})
         if fresh:
-            self.seq, self.prompt_end = {}, pos[-1]
+            states[id(past_key_values)] = ({}, pos[-1])
+        self.seq, self.prompt_end = states[id(past_key_values)]
         for p, t in zip(pos, input_ids[0].tolist()):
             self.seq[p] = t
         last = pos[-1]

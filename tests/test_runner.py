@@ -98,6 +98,18 @@ def test_resuming_with_another_configuration_is_refused(setup, capsys):
     assert [r["id"] for r in lines(out)] == ["p0", "p1"]
 
 
+def test_a_run_saved_before_a_setting_existed_resumes_with_its_default(setup, capsys):
+    config, prompts, out, state = setup
+    argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", "1"]
+    assert cli.main(argv) == 0
+    saved = out.with_name(out.name + ".config.json")
+    old = json.loads(saved.read_text())
+    del old["vr"], old["checker"]["backend"]  # as an older ewe wrote it: no such section, no such key
+    saved.write_text(json.dumps(old))
+    assert cli.main(argv[:-1] + ["2"]) == 0
+    assert [r["id"] for r in lines(out)] == ["p0", "p1"]
+
+
 def test_set_overrides_any_key_and_bad_values_are_named(setup, capsys):
     config, prompts, out, state = setup
     argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", "1"]

@@ -21,7 +21,7 @@ from ..verify.types import UNSUPPORTED
 from .feedback import feedback_messages
 from .schedule import PauseSchedule
 from .sentences import Sentence, SentenceTracker
-from .trace import Trace
+from .trace import Trace, check_event
 
 
 @dataclass
@@ -37,27 +37,6 @@ class Attempt:
 
 def _hits(hits) -> list[dict]:
     return [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits]
-
-
-def _check_event(check) -> dict:
-    return {
-        "sentence": check.sentence,
-        "needs_rewrite": check.needs_rewrite,
-        "extractor": check.extractor,
-        "extraction_fallback": check.extraction_fallback,
-        "verdicts": [
-            {
-                "claim": v.claim.text,
-                "label": v.label,
-                "score": round(v.score, 4),
-                "error": v.error,
-                "rationale": v.rationale,
-                "evidence": [{"title": e.title, "score": round(float(e.score), 4), "text": e.text} for e in v.evidence[:2]],
-            }
-            for v in check.verdicts
-        ],
-        "seconds": {k: round(v, 4) for k, v in check.timings.items()},
-    }
 
 
 class ControlledRun:
@@ -184,7 +163,7 @@ class ControlledRun:
             t0 = time.perf_counter()
             check = self.checker.check_sentence(s.text, context=self.tracker.decode(0, s.start), prompt=self.prompt)
             self.seconds["check"] += time.perf_counter() - t0
-            event = self.trace.add("check", start_token=s.start, **_check_event(check))
+            event = self.trace.add("check", start_token=s.start, **check_event(check))
             event["needs_rewrite"] = rewrite = self._needs_rewrite(check)
             self.checks[(s.start, s.text)] = event
             if rewrite:

@@ -12,7 +12,9 @@ import time
 
 EVENT_TYPES = ("retrieve", "pause", "check", "backtrack", "retries_exhausted", "memory", "finish", "error",
                # the CoVe baseline's stages (ewe/methods/cove.py)
-               "cove_baseline", "cove_questions", "cove_answer", "cove_check", "cove_revise")
+               "cove_baseline", "cove_questions", "cove_answer", "cove_check", "cove_revise",
+               # Streaming-VR and Full-VR (ewe/methods/verify_refine.py)
+               "vr_answer", "vr_refine")
 
 
 class Trace:
@@ -36,6 +38,28 @@ class Trace:
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.events, ensure_ascii=False, **kwargs)
+
+
+def check_event(check) -> dict:
+    """A fact-check (verify.SentenceCheck) as the data of a "check" event."""
+    return {
+        "sentence": check.sentence,
+        "needs_rewrite": check.needs_rewrite,
+        "extractor": check.extractor,
+        "extraction_fallback": check.extraction_fallback,
+        "verdicts": [
+            {
+                "claim": v.claim.text,
+                "label": v.label,
+                "score": round(v.score, 4),
+                "error": v.error,
+                "rationale": v.rationale,
+                "evidence": [{"title": e.title, "score": round(float(e.score), 4), "text": e.text} for e in v.evidence[:2]],
+            }
+            for v in check.verdicts
+        ],
+        "seconds": {k: round(v, 4) for k, v in check.timings.items()},
+    }
 
 
 def render(events: list[dict], width: int = 100) -> str:
@@ -95,4 +119,9 @@ def render(events: list[dict], width: int = 100) -> str:
             head = (f"kept the baseline ({e['skipped']})" if e["skipped"]
                     else f"revised ({len(e['inconsistent'])} inconsistency(ies), {e['tokens']} tokens)")
             say(f"{at} CoVe {head}", e["text"].strip())
+        elif kind == "vr_answer":
+            say(f"{at} answer generated ({e['tokens']} tokens, {e['finish_reason']})", e["text"].strip())
+        elif kind == "vr_refine":
+            head = "refiner gave no sentence: original kept" if e["kept_original"] else f"refined ({e['tokens']} tokens)"
+            say(f"{at} {e['scope']} {head}", e["refined"].strip())
     return "\n".join(out)

@@ -22,7 +22,7 @@ from .prompts import SUFFIX, load_prompts, write_prompts
 from .scorer import Scorer, apply_scores, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "ewe")
+METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "ewe")
 
 
 def config_path(method: str) -> Path:
@@ -115,10 +115,12 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
                           folder / "details.jsonl")
             sweep_rows.append({"param": param, "value": value, **{k: s[k] for k in ("method", "dataset", "precision",
                                                                                      "recall", "f1", "n")}})
-    from .report import write_report
+    from .report import vr_efficiency, write_report
 
     report = write_report(summaries, out / "report", sweeps=sweep_rows or None)
+    efficiency = {ds: vr_efficiency([s for s in summaries if s["dataset"] == ds]) for ds in prompt_files}
     result = {"summaries": summaries, "sweeps": sweep_rows, "K": dataset_k,
+              "vr_efficiency": {ds: e for ds, e in efficiency.items() if e is not None},
               "report": {k: str(v) for k, v in report.items()}}
     write_json(out / "summary.json", result)
     return result

@@ -43,8 +43,9 @@ COLUMNS = (
     ("Recall", "recall", "pct"), ("F1@K", "f1", "pct"), ("K", "K", "int"),
     ("Claims/resp", "claims_per_response", "one"), ("Supported/resp", "supported_per_response", "one"),
     ("Tokens", "tokens", "zero"), ("s/prompt", "seconds_per_prompt", "two"), ("Pauses", "pauses", "one"),
-    ("Backtracks", "backtracks", "one"), ("Checker", "checker", "text"),
+    ("Backtracks", "backtracks", "one"), ("Refine tokens", "refine_tokens", "one"), ("Checker", "checker", "text"),
 )
+OPTIONAL_KEYS = ("refine_tokens", "vr_method")  # only Streaming-VR / Full-VR runs have them
 _F1_COL = [key for _, key, _ in COLUMNS].index("f1")
 
 
@@ -174,7 +175,7 @@ def _table_rows(summaries: list[dict]) -> list[dict]:
         f1s = [r["f1"] for r in rows if not math.isnan(r["f1"])]
         best = max(f1s) if f1s else None
         tables.append({"dataset": dataset, "rows": [
-            {"cells": [_fmt(r[key], kind) for _, key, kind in COLUMNS], "best": r["f1"] == best}
+            {"cells": [_fmt(r.get(key), kind) for _, key, kind in COLUMNS], "best": r["f1"] == best}
             for r in rows]})
     return tables
 
@@ -198,13 +199,32 @@ def _results_md(summaries: list[dict], title: str) -> str:
                 cells[_F1_COL] = f"**{cells[_F1_COL]}**"
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+        eff = vr_efficiency(_by_dataset(summaries)[table["dataset"]])
+        if eff is not None:
+            lines += [f"Streaming-VR's efficiency relative to Full-VR (1 - mean refinement tokens, streaming / full): "
+                      f"{100 * eff:.1f}%", ""]
     return "\n".join(lines)
+
+
+def vr_efficiency(rows: list[dict]) -> float | None:
+    """Streaming-VR's efficiency relative to Full-VR on one dataset (`verify_refine.efficiency`),
+    when it holds exactly one run of each with refinement counts; else None."""
+    from ..methods.verify_refine import efficiency
+
+    by_kind = {}
+    for r in rows:
+        if r.get("vr_method") and r.get("refine_tokens") is not None:
+            by_kind.setdefault(r["vr_method"], []).append(r["refine_tokens"])
+    if len(by_kind.get("streaming-vr", [])) != 1 or len(by_kind.get("full-vr", [])) != 1:
+        return None
+    return efficiency(by_kind["streaming-vr"], by_kind["full-vr"])
 
 
 def _results_csv(summaries: list[dict]) -> str:
     """Raw numbers (repr precision), so the CSV reads back to exactly what was scored."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(SUMMARY_KEYS), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=list(SUMMARY_KEYS + OPTIONAL_KEYS), extrasaction="ignore",
+                            lineterminator="\n")
     writer.writeheader()
     for s in summaries:
         writer.writerow({**s, "details": str(s["details"])})

@@ -90,6 +90,9 @@ def summarize(details: list[dict], method: str, dataset: str, K: int, checker: s
         return statistics.mean(vals) if vals else 0.0
 
     pauses = [(d["stats"].get("pauses_retrieval") or 0) + (d["stats"].get("pauses_verification") or 0) for d in details]
+    refine = [d["stats"]["refine_tokens"] for d in details if d["stats"].get("refine_tokens") is not None]
+    kinds = {d["stats"].get("method") for d in details}
+    vr_method = next(iter(kinds)) if len(kinds) == 1 and kinds <= {"streaming-vr", "full-vr"} else None
     return {
         "method": method, "dataset": dataset, "n": len(details), "K": K,
         "precision": mean("precision"), "recall": mean("recall"), "f1": mean("f1"),
@@ -97,6 +100,7 @@ def summarize(details: list[dict], method: str, dataset: str, K: int, checker: s
         "no_claim_responses": sum(1 for d in details if d["n_claims"] == 0),
         "tokens": mean("new_tokens", "stats"), "seconds_per_prompt": mean("total_s", "stats"),
         "pauses": statistics.mean(pauses), "backtracks": mean("backtracks", "stats"),
+        "refine_tokens": statistics.mean(refine) if refine else None, "vr_method": vr_method,
         "checker": checker, "details": str(details_path),
     }
 

@@ -4,4 +4,7 @@ and `ewe run`, selected by the configuration's `method`, and compare like for li
 
     cove.py          CoVe (Chain-of-Verification), factor+revise, with or without retrieval
     cove_prompts.py  its prompt templates and the parsers for their answers
+    verify_refine.py Streaming-VR (verify each sentence as it completes, refine it in place)
+                     and Full-VR (verify the whole answer, refine it whole)
+    vr_prompts.py    the refiner's prompt templates and the parser of its replies
 """

@@ -1,0 +1,352 @@
+"""Streaming-VR and Full-VR (Ko et al., 2025, "Efficient Real-time Refinement of Language
+Model Text Generation"), as baselines that run through `EWE.generate()` with `method:
+streaming-vr` or `method: full-vr`, on the same generator, checker and datastore as EWE.
+
+Streaming-VR verifies each sentence as soon as it is complete, against the answer kept so
+far, o_t = Verifier([a~_<=t-1, s_t]); a sentence that fails is rewritten once by the
+refiner (the generation prompt, a~_<=t-1 and s_t in, one sentence out) and not checked
+again (section 3.2).
+- `vr.mode: live` (default): the refined sentence replaces the failed one in the
+  generator's context (its cache cropped to the sentence's first token, the refined tokens
+  fed in) and generation goes on from the corrected prefix, so an early error no longer
+  drags later sentences with it: the method as proposed.
+- `vr.mode: offline`: the paper's experimental protocol (section 4.3): the whole answer is
+  generated first, then its sentences are verified and refined in order, each against the
+  refined prefix; no later sentence is regenerated.
+
+Full-VR generates the whole answer and verifies every sentence (each against the original
+sentences before it: the same checks Streaming-VR's offline mode makes when nothing is
+refined); if any fails, the refiner rewrites the whole answer (section 3.1).
+
+Where this differs from the paper, on purpose: the verifier is ewe's fact-checker (checker
+section, evidence from the datastore) instead of a fine-tuned 7B classifier, and the
+refiner is the generator itself with the prompts in `vr_prompts.py` instead of GPT-4o.
+`stats["refine_tokens"]` is T_Ref, the tokens the refiner generated for one answer;
+`efficiency()` turns the means over a prompt set into 1 - T_S / T_F. An answer assembled
+after the fact (offline mode, or Full-VR's refined answer) has the final text's token ids
+and no log-probs (`logprobs` is empty): no single model call produced it.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from ..controller.sentences import SentenceTracker
+from ..controller.trace import Trace, check_event
+from ..engine import DecodingSession, Sampler
+from ..result import GenerationResult
+from ..verify.text import sentence_spans
+from . import vr_prompts as P
+
+STAGES = ("retrieve", "generate", "check", "refine")
+BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
+
+
+def efficiency(streaming_refine_tokens: list[float], full_refine_tokens: list[float]) -> float | None:
+    """The paper's efficiency of Streaming-VR relative to Full-VR, 1 - T_S / T_F, with T the
+    mean refinement tokens per answer over the same prompts; None when Full-VR refined nothing."""
+    if not streaming_refine_tokens or not full_refine_tokens:
+        raise ValueError("efficiency needs the refinement tokens of both methods, one value per answer")
+    t_s = sum(streaming_refine_tokens) / len(streaming_refine_tokens)
+    t_f = sum(full_refine_tokens) / len(full_refine_tokens)
+    return None if t_f == 0 else 1.0 - t_s / t_f
+
+
+def _checked_spans(answer: str, finish_reason: str) -> list[tuple[int, int]]:
+    """The answer's sentences that get verified: all but a last one cut off by the token
+    budget (as in live mode, and in EWE's controller, a cut-off sentence is never checked)."""
+    spans = sentence_spans(answer)
+    return spans[:-1] if finish_reason == "length" and spans else spans
+
+
+class _Run:
+    """One prompt's bookkeeping: trace, seconds per stage, token and check counts."""
+
+    def __init__(self, prompt: str):
+        self.prompt = prompt
+        self.trace = Trace()
+        self.seconds = {s: 0.0 for s in STAGES}
+        self.decoded = 0  # generator tokens decoded, discarded ones included
+        self.refine_tokens = 0
+        self.checks = 0
+        self.failed = 0
+        self.refined = 0
+        self.sentences: list[dict] = []
+
+
+class VerifyRefine:
+    """Runs prompts through Streaming-VR or Full-VR with one EWE's model, checker and datastore."""
+
+    def __init__(self, ewe, fact_checker=None):
+        self.ewe = ewe
+        self.cfg = ewe.config.vr
+        self.method = ewe.config.method
+        self._checker = fact_checker
+
+    @property
+    def checker(self):
+        if self._checker is None:
+            self._checker = self.ewe.fact_checker()
+        return self._checker
+
+    # -- parts shared by both methods ------------------------------------------------------
+
+    def _generation_prompt(self, run: _Run, passages: list[str] | None) -> tuple[str, list[dict]]:
+        """The prompt the answer is generated from (and the refiner sees): with `passages`, or
+        with vr.open_book the retrieval.top_k passages retrieved for it, listed before it."""
+        hits = []
+        if passages is None and self.cfg.open_book:
+            t0 = time.perf_counter()
+            [found] = self.ewe.retrieve([run.prompt])
+            run.seconds["retrieve"] += time.perf_counter() - t0
+            hits = [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in found]
+            passages = [h.text for h in found]
+        return self.ewe.prompt_with_passages(run.prompt, list(passages or [])), hits
+
+    def _check(self, run: _Run, sentence: str, context: str, start: int | None = None):
+        t0 = time.perf_counter()
+        check = self.checker.check_sentence(sentence, context=context, prompt=run.prompt)
+        run.seconds["check"] += time.perf_counter() - t0
+        run.checks += 1
+        run.failed += int(check.needs_rewrite)
+        run.trace.add("check", start_token=start, **check_event(check))
+        return check
+
+    def _evidence(self, check) -> list[str]:
+        """With vr.refiner_evidence, the best evidence passage of each claim (at most 3)."""
+        if not self.cfg.refiner_evidence:
+            return []
+        texts = []
+        for v in check.verdicts:
+            for e in v.evidence[:1]:
+                if e.text not in texts:
+                    texts.append(e.text)
+        return texts[:3]
+
+    def _complete(self, run: _Run, text: str, max_new_tokens: int, dec, stage: str):
+        """One plain, greedy model call on `text` (chat template applied), no memory."""
+        ewe = self.ewe
+        ids = ewe.prompt_ids(text, dec.system_prompt)
+        room = ewe.max_positions - len(ids)
+        if room < 1:
+            raise ValueError(f"{self.method} {stage} prompt is {len(ids)} tokens; the context holds at most "
+                             f"{ewe.max_positions} (max_position_embeddings)")
+        greedy = ewe._decoding(max_new_tokens=min(max_new_tokens, room), temperature=0.0, top_p=1.0,
+                               system_prompt=dec.system_prompt)
+        t0 = time.perf_counter()
+        [out] = ewe._generate_batch([text], [[]], greedy)
+        run.seconds[stage] += time.perf_counter() - t0
+        return out
+
+    def _generate(self, run: _Run, gen_prompt: str, dec):
+        """The whole answer at once, with the decoding section's settings (offline and Full-VR)."""
+        ewe = self.ewe
+        ids = ewe.prompt_ids(gen_prompt, dec.system_prompt)
+        ewe._check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
+        t0 = time.perf_counter()
+        [out] = ewe._generate_batch([gen_prompt], [[]], dec)
+        run.seconds["generate"] += time.perf_counter() - t0
+        run.decoded += len(out.token_ids) + int(out.finish_reason == "eos")
+        run.trace.step = run.decoded
+        run.trace.add("vr_answer", text=out.text, tokens=len(out.token_ids), finish_reason=out.finish_reason)
+        return out
+
+    def _refine_sentence(self, run: _Run, gen_prompt: str, prefix: str, sentence: str, check) -> str:
+        """s~_t, ending in sentence punctuation; the original sentence when the reply holds none."""
+        out = self._complete(run, P.sentence_prompt(gen_prompt, prefix, sentence, self._evidence(check)),
+                             self.cfg.sentence_tokens, self.ewe.config.decoding, "refine")
+        run.refine_tokens += len(out.token_ids)
+        refined = P.first_sentence(out.text)
+        if refined and refined[-1] not in ".!?…\"'”’)":
+            refined += "."  # so the generator's next sentence starts after it, not inside it
+        run.refined += int(bool(refined))
+        run.trace.add("vr_refine", scope="sentence", sentence=sentence, refined=refined or sentence,
+                      reply=out.text.strip(), tokens=len(out.token_ids), kept_original=not refined)
+        return refined or sentence
+
+    # -- the methods -------------------------------------------------------------------------
+
+    def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
+        """One prompt through the configured method. `passages`: the generation prompt's passages
+        ([] for none); None retrieves retrieval.top_k of them when vr.open_book is on."""
+        run = _Run(prompt)
+        t_start = time.perf_counter()
+        gen_prompt, hits = self._generation_prompt(run, passages)
+        if self.method == "full-vr":
+            text, token_ids, logprobs, finish = self._full(run, gen_prompt, dec)
+        elif self.cfg.mode == "offline":
+            text, token_ids, logprobs, finish = self._offline(run, gen_prompt, dec)
+        else:
+            text, token_ids, logprobs, finish = self._live(run, gen_prompt, dec)
+        run.trace.add("finish", reason=finish, new_tokens=len(token_ids), decoded_tokens=run.decoded)
+        stats = {
+            "method": self.method,
+            "mode": self.cfg.mode if self.method == "streaming-vr" else "full",
+            "prompt_tokens": len(self.ewe.prompt_ids(gen_prompt, dec.system_prompt)),
+            "new_tokens": len(token_ids),
+            "decoded_tokens": run.decoded,
+            "refine_tokens": run.refine_tokens,
+            "checks": run.checks,
+            "failed_checks": run.failed,
+            "refined": run.refined,
+            **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
+            "total_s": round(time.perf_counter() - t_start, 4),
+        }
+        return GenerationResult(prompt=prompt, text=text, token_ids=token_ids, logprobs=logprobs, finish_reason=finish,
+                                retrieved=hits, stats=stats, trace=run.trace.to_list(), sentences=run.sentences)
+
+    def _final_tokens(self, text: str) -> list[int]:
+        return list(self.ewe.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _full(self, run: _Run, gen_prompt: str, dec):
+        """Full-VR: verify every sentence of the whole answer; if one fails, refine the whole answer."""
+        out = self._generate(run, gen_prompt, dec)
+        answer = out.text
+        failed = []
+        for a, b in _checked_spans(answer, out.finish_reason):
+            sentence = answer[a:b].strip()
+            if sentence:
+                check = self._check(run, sentence, answer[:a])
+                run.sentences.append({"text": sentence, "checked": True, "needs_rewrite": check.needs_rewrite})
+                if check.needs_rewrite:
+                    failed.append(check)
+        if not failed:
+            return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
+        evidence = [t for c in failed for t in self._evidence(c)][:3]
+        tokens = self.cfg.answer_tokens or dec.max_new_tokens
+        reply = self._complete(run, P.answer_prompt(gen_prompt, answer, evidence), tokens, dec, "refine")
+        run.refine_tokens += len(reply.token_ids)
+        refined = P.strip_label(reply.text)
+        run.refined += int(bool(refined))
+        run.trace.add("vr_refine", scope="answer", sentence=answer, refined=refined or answer, reply=reply.text.strip(),
+                      tokens=len(reply.token_ids), kept_original=not refined)
+        if not refined:
+            return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
+        run.sentences = [{"text": s.strip(), "checked": False, "needs_rewrite": None}
+                         for s in (refined[a:b] for a, b in sentence_spans(refined)) if s.strip()]
+        return refined, self._final_tokens(refined), [], reply.finish_reason
+
+    def _offline(self, run: _Run, gen_prompt: str, dec):
+        """The paper's protocol: the answer's sentences verified and refined in order after the fact."""
+        out = self._generate(run, gen_prompt, dec)
+        answer, kept, last = out.text, "", 0
+        for a, b in _checked_spans(answer, out.finish_reason):
+            sentence = answer[a:b].strip()
+            kept += answer[last:a]  # the whitespace between sentences
+            last = b
+            if not sentence:
+                continue
+            check = self._check(run, sentence, kept)
+            final = self._refine_sentence(run, gen_prompt, kept, sentence, check) if check.needs_rewrite else sentence
+            run.sentences.append({"text": final, "original": sentence, "checked": True,
+                                  "needs_rewrite": check.needs_rewrite})
+            kept += final
+        kept += answer[last:]
+        if kept == answer:
+            return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
+        return kept, self._final_tokens(kept), [], out.finish_reason
+
+    def _live(self, run: _Run, gen_prompt: str, dec):
+        """Streaming-VR as proposed: verify each sentence as it completes, refine it in place, go on."""
+        ewe = self.ewe
+        ids = ewe.prompt_ids(gen_prompt, dec.system_prompt)
+        ewe._check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
+        t0 = time.perf_counter()
+        session = DecodingSession(ewe.model, None, 0, ewe.config.model.attention_impl)
+        logits = session.prefill(torch.tensor([ids]))
+        run.seconds["generate"] += time.perf_counter() - t0
+        live = _LiveAnswer(self, run, gen_prompt, session, len(ids))
+        sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
+        budget = BUDGET_FACTOR * dec.max_new_tokens
+        while True:
+            t = live.tracker
+            if len(t.tokens) >= dec.max_new_tokens or run.decoded >= budget:
+                finish = "length" if len(t.tokens) >= dec.max_new_tokens else "budget"
+                changed = live.verify([s for s in t.finish(complete=False) if s.complete], at_end=True)
+                if changed is None or run.decoded >= budget:
+                    break
+                logits = changed  # a sentence before the last was refined: the rest is written again
+                continue
+            t0 = time.perf_counter()
+            tok, logprob, entropy = (x.item() for x in sampler(logits))
+            run.decoded += 1
+            run.trace.step = run.decoded
+            if tok in ewe.stop_ids:
+                run.seconds["generate"] += time.perf_counter() - t0
+                changed = live.verify(t.finish(complete=True), at_end=True)
+                if changed is None:
+                    finish = "eos"
+                    break
+                logits = changed
+                continue
+            done = t.append(tok, logprob, entropy)
+            run.seconds["generate"] += time.perf_counter() - t0
+            changed = live.verify(done, at_end=False)
+            if changed is None:
+                t0 = time.perf_counter()
+                logits = session.step(torch.tensor([tok]))
+                run.seconds["generate"] += time.perf_counter() - t0
+            else:
+                logits = changed
+        t = live.tracker
+        cut_off = t.unfinished()
+        for s in t.sentences + ([cut_off] if cut_off else []):
+            run.sentences.append({**s.describe(), "checked": s.start in live.verdicts,
+                                  "needs_rewrite": live.verdicts.get(s.start),
+                                  "refined": s.start in live.refined_starts})
+        return t.text, list(t.tokens), list(t.logprobs), finish
+
+
+class _LiveAnswer:
+    """Streaming-VR's live state: the generated tokens, their sentences, and which are settled."""
+
+    def __init__(self, method: VerifyRefine, run: _Run, gen_prompt: str, session: DecodingSession, prompt_len: int):
+        self.method, self.run, self.gen_prompt = method, run, gen_prompt
+        self.session, self.prompt_len = session, prompt_len
+        self.tracker = SentenceTracker(method.ewe.tokenizer)
+        self.settled = 0  # tokens before this were verified (and refined if they failed): never checked again
+        self.verdicts: dict[int, bool] = {}  # sentence start -> needs_rewrite
+        self.refined_starts: set[int] = set()
+
+    def verify(self, sentences, at_end: bool) -> torch.Tensor | None:
+        """Check the newly completed sentences; on the first that fails, put the refined
+        sentence in its place and return the logits after it, from which generation goes on.
+        None when nothing changed, or when decoding has ended (`at_end`) and the refined
+        sentence was the answer's last: the answer is then complete as it stands."""
+        t = self.tracker
+        for n, s in enumerate(sentences, 1):
+            if s.start < self.settled:
+                continue  # part of a refined sentence
+            prefix = t.decode(0, s.start)
+            check = self.method._check(self.run, s.text, prefix, s.start)
+            self.verdicts[s.start] = check.needs_rewrite
+            self.settled = s.end
+            if not check.needs_rewrite:
+                continue
+            refined = self.method._refine_sentence(self.run, self.gen_prompt, prefix, s.text, check)
+            self.refined_starts.add(s.start)
+            return self._replace(s.start, refined, last=at_end and n == len(sentences))
+        return None
+
+    def _replace(self, start: int, sentence: str, last: bool) -> torch.Tensor | None:
+        """Tokens from `start` on become `sentence`'s; the generator's own log-probs and
+        entropies of the forced tokens are recorded, so confidence stays comparable."""
+        t, tok = self.tracker, self.method.ewe.tokenizer
+        text = sentence if start == 0 or t.decode(0, start).endswith((" ", "\n")) else " " + sentence
+        new_ids = list(tok(text, add_special_tokens=False)["input_ids"])
+        self.run.trace.add("backtrack", why="refined sentence replaces the failed one", start_token=start,
+                           removed_tokens=len(t.tokens) - start, removed_text=t.decode(start), attempt=1, feedback=[])
+        t0 = time.perf_counter()
+        t.truncate(start)
+        logits = self.session.truncate(self.prompt_len + start)
+        for i in new_ids:
+            logprobs = torch.log_softmax(logits[0].float(), dim=-1)
+            t.extend([i], [logprobs[i].item()], [-(logprobs.exp() * logprobs).sum().item()])
+            logits = self.session.step(torch.tensor([i]))
+        self.run.seconds["generate"] += time.perf_counter() - t0
+        self.settled = len(t.tokens)
+        if last:
+            t.finish(complete=True)  # the refined last sentence ends the answer
+            return None
+        return logits
