@@ -221,7 +221,8 @@ class EWE:
                 placed by cove.passages_placement); None retrieves cove.top_k per
                 question when cove.retrieval is on, else none. With methods "streaming-vr"
                 and "full-vr" passages are listed before the prompt; None retrieves them
-                when vr.open_book is on, else none.
+                when vr.open_book is on, else none. With method "a2r" passages are the
+                documents the answer cites; None retrieves retrieval.top_k of them.
             max_new_tokens, temperature, top_p, seed: override the configuration's decoding
                 settings; temperature 0 is greedy.
 
@@ -242,6 +243,11 @@ class EWE:
             self._check_lengths(prompts, ids, 0, dec.max_new_tokens)  # the baseline's prompt, before model work
             cove = CoVe(self)
             results = [cove.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        elif self.config.method == "a2r":
+            from .methods.a2r import A2R
+
+            a2r = A2R(self, self._fact_checker)
+            results = [a2r.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         elif self.config.method in ("streaming-vr", "full-vr"):
             from .methods.verify_refine import VerifyRefine
 

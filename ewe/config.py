@@ -181,10 +181,33 @@ class VerifyRefineConfig(_Section):
                                                       "(not in the paper, whose refiner sees the prompt only)")
 
 
+class A2RConfig(_Section):
+    """A2R, Ask-Assess-Refine (Lee & Lee, 2024): cite, score, feed back, refine.
+
+    Used only with `method: a2r` (ewe/methods/a2r.py). Scores are in [0, 1]: correctness (the
+    share of claims the checker finds supported), citation recall and precision (ALCE's).
+    """
+
+    max_iterations: int = Field(2, ge=1, le=10, description="K: rounds of feedback at most")
+    stop_threshold: float = Field(0.8, ge=0.0, le=1.0, description="stop once the mean of the three scores reaches this")
+    correctness_threshold: float = Field(0.8, ge=0.0, le=1.0, description="feedback asks to fix correctness below this")
+    citation_recall_threshold: float = Field(0.8, ge=0.0, le=1.0, description="... citation recall below this")
+    citation_precision_threshold: float = Field(0.8, ge=0.0, le=1.0, description="... citation precision below this")
+    feedback: Literal["llm", "template"] = Field(
+        "llm", description='"llm": the generator writes the feedback from the scores (eq. 3); "template": written '
+                           "from the scores and the failing statements, no model call")
+    feedback_tokens: int = Field(96, ge=1, le=32_768, description="tokens for one feedback (greedy)")
+    final: Literal["history", "last"] = Field(
+        "history", description='"history": the answer is written once more from every draft and its feedback (eq. 5); '
+                               '"last": the last refinement (eq. 4) is the answer')
+    assess_final: bool = Field(True, description="also score the returned answer (stats.final_scores)")
+
+
 class EWEConfig(_Section):
-    method: Literal["ewe", "cove", "streaming-vr", "full-vr"] = Field(
+    method: Literal["ewe", "cove", "streaming-vr", "full-vr", "a2r"] = Field(
         "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification '
-                           'baseline; "streaming-vr" / "full-vr": verify and refine per sentence / per answer'
+                           'baseline; "streaming-vr" / "full-vr": verify and refine per sentence / per answer; '
+                           '"a2r": Ask-Assess-Refine'
     )
     model: ModelConfig = ModelConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -194,13 +217,14 @@ class EWEConfig(_Section):
     checker: CheckerConfig = CheckerConfig()
     cove: CoveConfig = CoveConfig()
     vr: VerifyRefineConfig = VerifyRefineConfig()
+    a2r: A2RConfig = A2RConfig()
 
     @model_validator(mode="after")
     def _consistent(self):
         ctl = self.controller
         if self.method == "cove":
             self._cove_consistent()
-        if self.method in ("streaming-vr", "full-vr"):
+        if self.method in ("streaming-vr", "full-vr", "a2r"):
             self._vr_consistent()
         if ctl.active and self.retrieval.placement == "prompt":
             raise ValueError("controller pauses need retrieval.placement 'memory' (feedback goes into memory units)")
@@ -211,6 +235,7 @@ class EWEConfig(_Section):
         return self
 
     def _vr_consistent(self) -> None:
+        """Streaming-VR, Full-VR and A2R: their own checks, no controller; evidence from a datastore."""
         ctl = self.controller
         if ctl.active:
             raise ValueError(
@@ -219,7 +244,7 @@ class EWEConfig(_Section):
                 f"{ctl.verify_trigger!r}); set both to 'never' or use method 'ewe'"
             )
         if self.retrieval.source is None:
-            raise ValueError(f"method {self.method!r} verifies against evidence: set retrieval.source "
+            raise ValueError(f"method {self.method!r} checks against evidence from a datastore: set retrieval.source "
                              "(e.g. 'embedded' or a datastore folder)")
         if self.vr.open_book and self.retrieval.source is None:
             raise ValueError("vr.open_book needs a retrieval.source to retrieve the prompt's passages from")

@@ -367,7 +367,7 @@ def test_configuration_errors(data, message):
 
 
 def test_unknown_method_is_an_error():
-    with pytest.raises(ConfigError, match="method: Input should be 'ewe', 'cove', 'streaming-vr' or 'full-vr'"):
+    with pytest.raises(ConfigError, match="method: Input should be 'ewe', 'cove', 'streaming-vr', 'full-vr' or 'a2r'"):
         EWEConfig.build({"method": "cot"})
 
 

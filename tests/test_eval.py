@@ -14,7 +14,7 @@ from ewe.config import EWEConfig
 from ewe.eval.harness import run_eval
 from ewe.eval.metric import WithArticle, median_k, score
 from ewe.eval.prompts import SUFFIX, prompt_set
-from ewe.eval.scorer import Scorer, score_dataset
+from ewe.eval.scorer import Scorer, apply_scores, score_dataset, summarize
 from ewe.verify import FactChecker, StaticEvidenceSource
 from ewe.verify.types import SUPPORTED, UNSUPPORTED, Evidence, Verdict
 
@@ -86,6 +86,25 @@ def test_toy_responses_scored_claim_by_claim(tmp_path):
     before = len(backend.claims)
     Scorer(checking_ewe(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy", progress=False)
     assert len(backend.claims) == before
+
+
+def test_details_carry_the_results_stats_even_when_checked_by_an_older_version(tmp_path):
+    results = tmp_path / "svr.jsonl"
+    stats = {"method": "streaming-vr", "new_tokens": 9, "refine_tokens": 7, "total_s": 1.5, "unrelated": 1}
+    results.write_text(json.dumps({"id": "a", "prompt": "Tell me a bio of Marie Curie.",
+                                   "text": "Marie Curie was a physicist.", "stats": stats}) + "\n")
+    details = tmp_path / "d.jsonl"
+    scorer = Scorer(checking_ewe(LookupBackend()), use_articles=False)
+    [row] = scorer.check_file(results, details, "svr", "toy", progress=False)
+    assert row["stats"]["refine_tokens"] == 7 and row["stats"]["method"] == "streaming-vr"
+    assert "unrelated" not in row["stats"]
+    old = json.loads(details.read_text())
+    old["stats"] = {"new_tokens": 9}  # as an older ewe wrote it
+    details.write_text(json.dumps(old) + "\n")
+    [row] = scorer.check_file(results, details, "svr", "toy", progress=False)
+    assert row["stats"]["refine_tokens"] == 7
+    summary = summarize(apply_scores([row], 1), "svr", "toy", 1, "c", details)
+    assert (summary["refine_tokens"], summary["vr_method"]) == (7, "streaming-vr")
 
 
 def test_the_prompts_article_comes_first_as_evidence():

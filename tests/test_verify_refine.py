@@ -263,7 +263,7 @@ def test_prompt_parsers():
 @pytest.mark.parametrize("data, message", [
     ({"method": "streaming-vr", "controller": {"verify_trigger": "interval"}, "retrieval": {"source": "embedded"}},
      "takes no controller pauses"),
-    ({"method": "full-vr", "retrieval": {"source": None}}, "verifies against evidence"),
+    ({"method": "full-vr", "retrieval": {"source": None}}, "checks against evidence from a datastore"),
     ({"method": "streaming-vr", "vr": {"mode": "later"}, "retrieval": {"source": "embedded"}}, "vr.mode"),
 ])
 def test_configuration_errors(data, message):

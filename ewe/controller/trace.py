@@ -14,7 +14,9 @@ EVENT_TYPES = ("retrieve", "pause", "check", "backtrack", "retries_exhausted", "
                # the CoVe baseline's stages (ewe/methods/cove.py)
                "cove_baseline", "cove_questions", "cove_answer", "cove_check", "cove_revise",
                # Streaming-VR and Full-VR (ewe/methods/verify_refine.py)
-               "vr_answer", "vr_refine")
+               "vr_answer", "vr_refine",
+               # A2R (ewe/methods/a2r.py)
+               "a2r_answer", "a2r_assess", "a2r_feedback")
 
 
 class Trace:
@@ -124,4 +126,12 @@ def render(events: list[dict], width: int = 100) -> str:
         elif kind == "vr_refine":
             head = "refiner gave no sentence: original kept" if e["kept_original"] else f"refined ({e['tokens']} tokens)"
             say(f"{at} {e['scope']} {head}", e["refined"].strip())
+        elif kind == "a2r_answer":
+            say(f"{at} A2R {e['kind']} answer #{e['iteration']} ({e['tokens']} tokens)", e["text"].strip())
+        elif kind == "a2r_assess":
+            which = "returned answer" if e.get("final") else f"answer #{e['iteration']}"
+            say(f"{at} A2R assess {which}: correctness {e['correctness']:.2f}, citation recall "
+                f"{e['citation_recall']:.2f}, precision {e['citation_precision']:.2f} (mean {e['mean']:.2f})")
+        elif kind == "a2r_feedback":
+            say(f"{at} A2R feedback #{e['iteration']} ({e['source']})", e["text"].strip())
     return "\n".join(out)

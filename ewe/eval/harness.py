@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 
 from ..config import EWEConfig
-from ..files import write_json, write_jsonl
+from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
 from .prompts import SUFFIX, load_prompts, write_prompts
 from .scorer import Scorer, apply_scores, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "ewe")
+METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe")
 
 
 def config_path(method: str) -> Path:
@@ -101,9 +101,8 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
             prompts = prompt_files[ds]
             if sweep_n:
                 sub = folder / "prompts.jsonl"
-                if not sub.exists():
-                    folder.mkdir(parents=True, exist_ok=True)
-                    sub.write_text("".join(prompts.read_text(encoding="utf-8").splitlines(True)[:sweep_n]))
+                if not sub.exists():  # written whole or not at all: a rerun never finds a partial subset
+                    atomic_write(sub, "".join(prompts.read_text(encoding="utf-8").splitlines(True)[:sweep_n]))
                 prompts = sub
             cfg = EWEConfig.from_yaml(base, **{**overrides, **{key: value for key in param.split("+")}})
             results = folder / f"{method_name(sweep_method)}.jsonl"

@@ -49,13 +49,10 @@ class Scorer:
         response = row.get("text", "")
         sentences = check_response(self._checker_for(row.get("topic")), response, row["prompt"]) if response.strip() else []
         n_claims, n_supported = claim_counts(sentences)
-        stats = row.get("stats", {})
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
             "dataset": dataset, "response": response, "sentences": sentences, "n_claims": n_claims,
-            "n_supported": n_supported,
-            "stats": {k: stats.get(k) for k in ("new_tokens", "decoded_tokens", "total_s", "pauses_retrieval",
-                                                 "pauses_verification", "backtracks", "checks")},
+            "n_supported": n_supported, "stats": kept_stats(row),
         }
 
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
@@ -68,8 +65,21 @@ class Scorer:
             for row in tqdm(todo, desc=f"checking {method}/{dataset}", unit="response", disable=not progress):
                 out.write(json.dumps(self.check(row, method, dataset), ensure_ascii=False) + "\n")
                 out.flush()
-        ids = {str(r["id"]) for r in rows}
-        return [d for d in _read_jsonl(details) if d["id"] in ids]
+        by_id = {str(r["id"]): r for r in rows}
+        kept = [d for d in _read_jsonl(details) if d["id"] in by_id]
+        for d in kept:  # stats come from the results file, so details checked by an older ewe get today's keys
+            d["stats"] = kept_stats(by_id[d["id"]])
+        return kept
+
+
+STATS_KEPT = ("method", "new_tokens", "decoded_tokens", "total_s", "pauses_retrieval", "pauses_verification",
+              "backtracks", "checks", "refine_tokens")
+
+
+def kept_stats(row: dict) -> dict:
+    """The result's stats a details line carries (what the report's columns need)."""
+    stats = row.get("stats", {})
+    return {k: stats.get(k) for k in STATS_KEPT}
 
 
 def apply_scores(details: list[dict], K: int) -> list[dict]:

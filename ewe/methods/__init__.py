@@ -7,4 +7,8 @@ and `ewe run`, selected by the configuration's `method`, and compare like for li
     verify_refine.py Streaming-VR (verify each sentence as it completes, refine it in place)
                      and Full-VR (verify the whole answer, refine it whole)
     vr_prompts.py    the refiner's prompt templates and the parser of its replies
+    a2r.py           A2R, Ask-Assess-Refine: cite, score (correctness, citation recall and
+                     precision), feed back, refine
+    a2r_prompts.py   its prompts, template feedback and citation parser
+    calls.py         one plain model call, as the baselines' stages make them
 """

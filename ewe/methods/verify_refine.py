@@ -38,6 +38,7 @@ from ..engine import DecodingSession, Sampler
 from ..result import GenerationResult
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
+from .calls import complete, greedy
 
 STAGES = ("retrieve", "generate", "check", "refine")
 BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
@@ -125,17 +126,9 @@ class VerifyRefine:
         return texts[:3]
 
     def _complete(self, run: _Run, text: str, max_new_tokens: int, dec, stage: str):
-        """One plain, greedy model call on `text` (chat template applied), no memory."""
-        ewe = self.ewe
-        ids = ewe.prompt_ids(text, dec.system_prompt)
-        room = ewe.max_positions - len(ids)
-        if room < 1:
-            raise ValueError(f"{self.method} {stage} prompt is {len(ids)} tokens; the context holds at most "
-                             f"{ewe.max_positions} (max_position_embeddings)")
-        greedy = ewe._decoding(max_new_tokens=min(max_new_tokens, room), temperature=0.0, top_p=1.0,
-                               system_prompt=dec.system_prompt)
+        """One plain, greedy model call on `text`, timed under `stage`."""
         t0 = time.perf_counter()
-        [out] = ewe._generate_batch([text], [[]], greedy)
+        out = complete(self.ewe, text, greedy(self.ewe, dec, max_new_tokens), f"{self.method} {stage}")
         run.seconds[stage] += time.perf_counter() - t0
         return out
 

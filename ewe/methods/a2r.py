@@ -1,0 +1,217 @@
+"""A2R, Ask-Assess-Refine (Lee & Lee, 2024), as a baseline that runs through `EWE.generate()`
+with `method: a2r`, on the same generator, checker and datastore as EWE (Algorithm 1):
+
+1. ask: Y_0 = M([p_init; x; e]), an answer citing the documents e as [index] (eq. 1);
+   e is the prompt's passages, or retrieval.top_k passages retrieved for it;
+2. assess: S_t, three scores in [0, 1] measured on Y_t (eq. 2):
+   - correctness: the share of the answer's claims the fact-checker finds supported by
+     the datastore (the reference-free stand-in the paper's footnote 4 allows, FActScore-like);
+   - citation recall and precision as ALCE defines them, with the fact-checker in place of
+     the NLI model: a sentence is recalled when its cited documents together support it; a
+     citation is precise when its sentence is recalled and the citation either supports the
+     sentence alone or is needed by the others;
+   the loop stops once the mean of the three reaches `a2r.stop_threshold`;
+3. feedback: F_t = M([p_fb; S_t; x; e; Y_t]) (eq. 3), or with `a2r.feedback: template` written
+   from the scores and the failing statements without a model call;
+4. refine: Y_t+1 = M([p_refine; x; e; Y_t; F_t]) (eq. 4), for at most `a2r.max_iterations`
+   rounds of feedback; the answer returned is Y^ = M([p_refine; x; e; Y_0; F_0; ...; Y_t; F_t])
+   (eq. 5, `a2r.final: history`), or the last refinement (`a2r.final: last`).
+
+The paper generates with GPT-3.5 at temperature 0.7; here every answer uses the decoding
+section (greedy in `ewe eval`) and feedback is greedy. Prompts live in `a2r_prompts.py`.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+
+from ..controller.trace import Trace
+from ..result import GenerationResult
+from ..verify.text import sentence_spans
+from ..verify.types import SUPPORTED
+from . import a2r_prompts as P
+from .calls import complete, greedy
+
+STAGES = ("retrieve", "answer", "assess", "feedback")
+
+
+@dataclass
+class Assessment:
+    """S_t: the three scores, and the statements behind low ones (for feedback and the trace)."""
+
+    correctness: float
+    citation_recall: float
+    citation_precision: float
+    claims: int = 0
+    sentences: int = 0
+    citations: int = 0
+    unsupported: list[str] = field(default_factory=list)  # claims the datastore does not support
+    uncited: list[str] = field(default_factory=list)  # sentences their citations do not support
+    imprecise: list[str] = field(default_factory=list)  # "[i]" in a sentence it does not support
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {a: getattr(self, a) for a in P.ASPECTS}
+
+    @property
+    def mean(self) -> float:
+        return statistics.mean(self.scores.values())
+
+
+class _Run:
+    def __init__(self, prompt: str):
+        self.prompt = prompt
+        self.trace = Trace()
+        self.seconds = {s: 0.0 for s in STAGES}
+        self.tokens = {"answer": 0, "feedback": 0}
+
+
+class A2R:
+    """Runs prompts through Ask-Assess-Refine with one EWE's model, checker and datastore."""
+
+    def __init__(self, ewe, fact_checker=None):
+        self.ewe = ewe
+        self.cfg = ewe.config.a2r
+        self._checker = fact_checker
+
+    @property
+    def checker(self):
+        if self._checker is None:
+            self._checker = self.ewe.fact_checker()
+        return self._checker
+
+    # -- model calls -------------------------------------------------------------------------
+
+    def _call(self, run: _Run, stage: str, text: str, dec, what: str):
+        t0 = time.perf_counter()
+        out = complete(self.ewe, text, dec, f"A2R {what}")
+        run.seconds[stage] += time.perf_counter() - t0
+        run.tokens[stage] += len(out.token_ids)
+        run.trace.step += len(out.token_ids) + int(out.finish_reason == "eos")
+        return out
+
+    def _answer(self, run: _Run, iteration: int, kind: str, text: str, dec):
+        out = self._call(run, "answer", text, dec, kind)
+        answer = P.strip_label(out.text)
+        run.trace.add("a2r_answer", iteration=iteration, kind=kind, text=answer, tokens=len(out.token_ids),
+                      finish_reason=out.finish_reason)
+        return out, answer
+
+    # -- assessment ----------------------------------------------------------------------------
+
+    def _supported(self, run: _Run, sentence: str, context: str, evidence: list[str] | None) -> tuple[bool, list]:
+        check = self.checker.check_sentence(sentence, context=context, prompt=run.prompt, evidence=evidence)
+        return check.factual, check.verdicts
+
+    def assess(self, run: _Run, answer: str, docs: list[str], cut_off: bool = False) -> Assessment:
+        """S_t for one answer (see the module docstring); a last sentence cut off by the token
+        budget is not assessed, as everywhere in ewe."""
+        t0 = time.perf_counter()
+        spans = sentence_spans(answer)
+        if cut_off and spans:
+            spans = spans[:-1]
+        a = Assessment(0.0, 0.0, 0.0)
+        supported = recalled = precise = 0
+        for start, end in spans:
+            sentence, context = answer[start:end].strip(), answer[:start]
+            claim = P.without_citations(sentence)
+            if not claim:
+                continue
+            a.sentences += 1
+            _, verdicts = self._supported(run, claim, context, None)  # correctness: against the datastore
+            a.claims += len(verdicts)
+            for v in verdicts:
+                if v.error is None and v.label == SUPPORTED:
+                    supported += 1
+                else:
+                    a.unsupported.append(v.claim.text)
+            cited = P.citations(sentence)
+            valid = [i for i in cited if 1 <= i <= len(docs)]
+            joint = bool(valid) and self._supported(run, claim, context, [docs[i - 1] for i in valid])[0]
+            recalled += joint
+            if not joint:
+                a.uncited.append(claim)
+            a.citations += len(cited)
+            for i in cited:
+                ok = joint and i in valid and (
+                    len(valid) == 1
+                    or self._supported(run, claim, context, [docs[i - 1]])[0]
+                    or not self._supported(run, claim, context, [docs[j - 1] for j in valid if j != i])[0])
+                precise += ok
+                if not ok:
+                    a.imprecise.append(f"[{i}] in: {claim}")
+        a.correctness = supported / a.claims if a.claims else 0.0
+        a.citation_recall = recalled / a.sentences if a.sentences else 0.0
+        a.citation_precision = precise / a.citations if a.citations else 0.0
+        run.seconds["assess"] += time.perf_counter() - t0
+        return a
+
+    def _feedback(self, run: _Run, iteration: int, answer: str, docs: list[str], s: Assessment, dec) -> str:
+        thresholds = {a: getattr(self.cfg, f"{a}_threshold") for a in P.ASPECTS}
+        if self.cfg.feedback == "template":
+            text = P.template_feedback(s.scores, thresholds, s.unsupported, s.uncited, s.imprecise)
+        else:
+            prompt = P.feedback_prompt(run.prompt, docs, answer, s.scores, thresholds)
+            text = P.strip_label(self._call(run, "feedback", prompt, greedy(self.ewe, dec, self.cfg.feedback_tokens),
+                                            "feedback").text)
+        run.trace.add("a2r_feedback", iteration=iteration, source=self.cfg.feedback, text=text)
+        return text
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def _documents(self, run: _Run, passages: list[str] | None) -> tuple[list[str], list[dict]]:
+        if passages is not None:
+            return list(passages), []
+        t0 = time.perf_counter()
+        [hits] = self.ewe.retrieve([run.prompt])
+        run.seconds["retrieve"] += time.perf_counter() - t0
+        return [h.text for h in hits], [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits]
+
+    def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
+        """Algorithm 1 for one prompt. `passages`: the documents e; None retrieves retrieval.top_k."""
+        cfg, run = self.cfg, _Run(prompt)
+        t_start = time.perf_counter()
+        docs, hits = self._documents(run, passages)
+        out, answer = self._answer(run, 0, "initial", P.init_prompt(prompt, docs), dec)
+        drafts: list[tuple[str, str]] = []
+        scores: list[dict] = []
+        stop = "max_iterations"
+        for t in range(cfg.max_iterations):
+            s = self.assess(run, answer, docs, cut_off=out.finish_reason == "length")
+            scores.append(s.scores)
+            run.trace.add("a2r_assess", iteration=t, **{k: v for k, v in asdict(s).items()}, mean=s.mean)
+            if s.mean >= cfg.stop_threshold:
+                stop = "scores"
+                break
+            feedback = self._feedback(run, t, answer, docs, s, dec)
+            drafts.append((answer, feedback))
+            if t + 1 < cfg.max_iterations or cfg.final == "last":
+                out, answer = self._answer(run, t + 1, "refined", P.refine_prompt(prompt, docs, answer, feedback), dec)
+        if drafts and cfg.final == "history":
+            out, answer = self._answer(run, len(drafts), "final", P.final_prompt(prompt, docs, drafts), dec)
+        final = self.assess(run, answer, docs, cut_off=out.finish_reason == "length") if cfg.assess_final else None
+        if final is not None:
+            run.trace.add("a2r_assess", iteration=len(drafts), **asdict(final), mean=final.mean, final=True)
+        run.trace.add("finish", reason=out.finish_reason, new_tokens=len(out.token_ids),
+                      decoded_tokens=sum(run.tokens.values()))
+        stats = {
+            "method": "a2r",
+            "prompt_tokens": len(self.ewe.prompt_ids(P.init_prompt(prompt, docs), dec.system_prompt)),
+            "new_tokens": len(out.token_ids),
+            "decoded_tokens": sum(run.tokens.values()),
+            "stage_tokens": dict(run.tokens),
+            "iterations": len(drafts),
+            "stop": stop,
+            "scores": scores,
+            "final_scores": final.scores if final is not None else None,
+            "documents": len(docs),
+            **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
+            "total_s": round(time.perf_counter() - t_start, 4),
+        }
+        token_ids, logprobs = list(out.token_ids), list(out.logprobs)
+        if answer != out.text.strip():  # an echoed label was cut: the tokens are the answer's own, no log-probs
+            token_ids, logprobs = list(self.ewe.tokenizer(answer, add_special_tokens=False)["input_ids"]), []
+        return GenerationResult(prompt=prompt, text=answer, token_ids=token_ids, logprobs=logprobs,
+                                finish_reason=out.finish_reason, retrieved=hits, stats=stats,
+                                trace=run.trace.to_list())
