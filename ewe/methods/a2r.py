@@ -31,7 +31,7 @@ from ..result import GenerationResult
 from ..verify.text import sentence_spans
 from ..verify.types import SUPPORTED
 from . import a2r_prompts as P
-from .calls import complete, greedy
+from .calls import CheckedMethod, complete, greedy
 
 STAGES = ("retrieve", "answer", "assess", "feedback")
 
@@ -67,19 +67,12 @@ class _Run:
         self.tokens = {"answer": 0, "feedback": 0}
 
 
-class A2R:
+class A2R(CheckedMethod):
     """Runs prompts through Ask-Assess-Refine with one EWE's model, checker and datastore."""
 
     def __init__(self, ewe, fact_checker=None):
-        self.ewe = ewe
+        super().__init__(ewe, fact_checker)
         self.cfg = ewe.config.a2r
-        self._checker = fact_checker
-
-    @property
-    def checker(self):
-        if self._checker is None:
-            self._checker = self.ewe.fact_checker()
-        return self._checker
 
     # -- model calls -------------------------------------------------------------------------
 

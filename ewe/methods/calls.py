@@ -1,5 +1,6 @@
-"""One plain model call (chat template, no working memory, no pauses), as the baselines'
-stages make them, with the room left in the context checked first."""
+"""What the checked baselines share: one EWE's parts with its fact-checker built on first use,
+and one plain model call (chat template, no working memory, no pauses) with the room left
+in the context checked first."""
 from __future__ import annotations
 
 
@@ -20,3 +21,18 @@ def complete(ewe, text: str, dec, what: str):
         dec = dec.model_copy(update={"max_new_tokens": room})
     [out] = ewe._generate_batch([text], [[]], dec)
     return out
+
+
+class CheckedMethod:
+    """A baseline run with one EWE's model, datastore and fact-checker (the configured one,
+    built on first use, unless one is given)."""
+
+    def __init__(self, ewe, fact_checker=None):
+        self.ewe = ewe
+        self._checker = fact_checker
+
+    @property
+    def checker(self):
+        if self._checker is None:
+            self._checker = self.ewe.fact_checker()
+        return self._checker

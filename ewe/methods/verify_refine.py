@@ -38,7 +38,7 @@ from ..engine import DecodingSession, Sampler
 from ..result import GenerationResult
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
-from .calls import complete, greedy
+from .calls import CheckedMethod, complete, greedy
 
 STAGES = ("retrieve", "generate", "check", "refine")
 BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
@@ -76,20 +76,13 @@ class _Run:
         self.sentences: list[dict] = []
 
 
-class VerifyRefine:
+class VerifyRefine(CheckedMethod):
     """Runs prompts through Streaming-VR or Full-VR with one EWE's model, checker and datastore."""
 
     def __init__(self, ewe, fact_checker=None):
-        self.ewe = ewe
+        super().__init__(ewe, fact_checker)
         self.cfg = ewe.config.vr
         self.method = ewe.config.method
-        self._checker = fact_checker
-
-    @property
-    def checker(self):
-        if self._checker is None:
-            self._checker = self.ewe.fact_checker()
-        return self._checker
 
     # -- parts shared by both methods ------------------------------------------------------
 
