@@ -64,3 +64,45 @@ def test_fused_equals_reference_on_the_real_model(ewe):
             logits.append(session.step(torch.tensor([tok])))
         out[impl] = torch.cat(logits)
     torch.testing.assert_close(out["fused"], out["reference"], atol=2e-3, rtol=1e-3)
+
+
+class _ArticlesDatastore:
+    """The embedded Wikipedia articles of a few titles as the whole datastore (no index to build)."""
+
+    def __init__(self, titles):
+        from ewe.retrieval import Hit
+
+        self.hits = [Hit(id=i, score=0.9 - 0.1 * i, text=passage(t), title=t, source_id=t, start=0,
+                         end=len(passage(t))) for i, t in enumerate(titles)]
+
+    def search(self, queries, k, threshold=None, dedup_sources=True):
+        return [self.hits[:k] for _ in queries]
+
+    def __len__(self):
+        return len(self.hits)
+
+
+def _method(ewe, method, **settings):
+    from ewe.config import EWEConfig
+
+    cfg = EWEConfig.build({"method": method, "retrieval": {"source": "embedded", "top_k": 2, "placement": "prompt"},
+                           "decoding": {"max_new_tokens": 60}, **settings})
+    return EWE(ewe.model, ewe.tokenizer, cfg, datastore=_ArticlesDatastore(["Marie Curie", "Pierre Curie"]))
+
+
+def test_streaming_vr_live_keeps_text_tokens_and_log_probs_consistent_after_refinements(ewe):
+    r = _method(ewe, "streaming-vr").generate(PROMPT)
+    assert r.stats["refined"] >= 1  # greedy, this prompt's first sentence fails (a garbled year): a splice happens
+    assert r.text == ewe.tokenizer.decode(r.token_ids, skip_special_tokens=True)  # spliced sentences included
+    assert len(r.logprobs) == len(r.token_ids) and all(lp <= 0 for lp in r.logprobs)
+    for s in r.sentences:
+        assert s["text"] in r.text
+    refined = [e["refined"] for e in r.trace if e["type"] == "vr_refine"]
+    assert all(x in r.text for x in refined)  # a refined sentence is settled: nothing later removes it
+
+
+def test_a2r_runs_its_rounds_on_the_real_model(ewe):
+    r = _method(ewe, "a2r", a2r={"max_iterations": 1, "feedback": "template"}).generate(PROMPT)
+    assert r.text.strip() and len(r.stats["scores"]) == 1 and r.stats["final_scores"] is not None
+    assert all(0.0 <= v <= 1.0 for v in r.stats["scores"][0].values())
+    assert [e["kind"] for e in r.trace if e["type"] == "a2r_answer"][0] == "initial"
