@@ -1,5 +1,5 @@
-"""Balanced accuracy of the offline fact-checker (rule claim splitter + AlignmentChecker)
-on the labelled set (tests/data/factcheck/labelled.jsonl), sentence level:
+"""Balanced accuracy of the offline fact-checker (rule claim splitter + AlignmentChecker, or
+with --backend ita the ITA tree over it) on the labelled set (tests/data/factcheck/labelled.jsonl), sentence level:
 
   gold       the item's own Wikipedia summary is the evidence for every claim
   retrieved  evidence = top-k passages per claim from the embedded Wikipedia datastore
@@ -97,6 +97,9 @@ def main(argv=None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N items only (0: all)")
     ap.add_argument("--tune", action="store_true", help="grid-search thresholds on --split (use tune)")
     ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--backend", default="alignment", choices=["alignment", "ita"],
+                    help="ita: Iterative Tree Analysis over the alignment checker, sub-claims split by rules "
+                         "(deterministic and offline; with gold evidence sub-claims use the item's evidence)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (1 by default: on the shared 2-core box two threads "
                          "contending with other work ran MiniLM ~8x slower)")
@@ -108,19 +111,27 @@ def main(argv=None) -> None:
     items = load_labelled_set(args.data, None if args.split == "all" else args.split)
     if args.limit:
         items = items[: args.limit]
-    print(f"# {len(items)} items ({args.split}) from {args.data}; {AlignmentConfig()}; torch threads {args.threads}")
+    print(f"# {len(items)} items ({args.split}) from {args.data}; backend {args.backend}; {AlignmentConfig()}; "
+          f"torch threads {args.threads}")
     source = retrieved_source() if args.mode in ("retrieved", "both") else None
     if args.tune:
         if args.split == "test":
             sys.exit("refusing to tune on the test split")
         tune(items, source, args.k)
         return
+    def backend(evidence):
+        if args.backend == "alignment":
+            return AlignmentChecker()
+        from ewe.verify.tree import TreeChecker
+
+        return TreeChecker(AlignmentChecker(), evidence, llm=None, k=args.k)
+
     out = {}
     if args.mode in ("gold", "both"):
-        fc = FactChecker(AlignmentChecker())
+        fc = FactChecker(backend(None))
         out["gold"] = report("gold evidence", run_items(fc, items, gold_evidence=True))
     if source is not None:
-        fc = FactChecker(AlignmentChecker(), evidence=source, k=args.k)
+        fc = FactChecker(backend(source), evidence=source, k=args.k)
         out["retrieved"] = report(f"retrieved evidence (k={args.k})", run_items(fc, items, gold_evidence=False), k=args.k)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str))

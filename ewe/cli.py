@@ -42,7 +42,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--verify-trigger", dest="controller.verify_trigger",
                    choices=["never", "interval", "entropy", "min_prob"])
     c.add_argument("--verify-interval", dest="controller.verify_interval", type=int, help="T_v in tokens")
-    c.add_argument("--checker", dest="checker.backend", choices=["alignment", "nli", "llm_judge", "http"])
+    c.add_argument("--checker", dest="checker.backend", choices=["alignment", "nli", "llm_judge", "http", "ita"])
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any configuration value, e.g. --set controller.max_retries=1 (YAML syntax; repeatable)")
 

@@ -115,10 +115,17 @@ class ControllerConfig(_Section):
 class CheckerConfig(_Section):
     """The fact-checker: claim extraction, evidence from the datastore, a verdict backend."""
 
-    backend: Literal["alignment", "nli", "llm_judge", "http"] = Field(
+    backend: Literal["alignment", "nli", "llm_judge", "http", "ita"] = Field(
         "alignment", description="alignment: offline default; nli: a local HF NLI checkpoint; "
-        "llm_judge: the generator (or http) as judge; http: an OpenAI-compatible endpoint"
+        "llm_judge: the generator (or http) as judge; http: an OpenAI-compatible endpoint; "
+        "ita: Iterative Tree Analysis over ita_base (sub-claims verified in a tree)"
     )
+    ita_base: Literal["alignment", "nli", "llm_judge", "http"] = Field(
+        "alignment", description="ita: the backend that judges each node of the tree")
+    ita_max_depth: int = Field(2, ge=0, le=5, description="ita: levels of sub-claims below a claim at most")
+    ita_max_children: int = Field(3, ge=1, le=10, description="ita: sub-claims per node at most")
+    ita_span: Literal["llm", "rules"] = Field(
+        "llm", description="ita: sub-claims written by checker.llm, or split by the rule-based clause splitter")
     extractor: Literal["rules", "llm"] = Field("rules", description="claim extraction; llm falls back to rules")
     llm: Literal["generator", "http"] = Field("generator", description="the model behind the llm extractor / judge")
     evidence_k: int = Field(3, ge=1, le=50, description="passages retrieved per claim")
@@ -133,9 +140,11 @@ class CheckerConfig(_Section):
 
     @model_validator(mode="after")
     def _backend_needs(self):
-        if self.backend == "nli" and not self.nli_model:
+        judge = self.ita_base if self.backend == "ita" else self.backend
+        if judge == "nli" and not self.nli_model:
             raise ValueError("checker.backend 'nli' needs checker.nli_model (a local checkpoint folder)")
-        uses_http = self.backend == "http" or (self.llm == "http" and (self.backend == "llm_judge" or self.extractor == "llm"))
+        span_llm = self.backend == "ita" and self.ita_span == "llm"
+        uses_http = judge == "http" or (self.llm == "http" and (judge == "llm_judge" or self.extractor == "llm" or span_llm))
         if uses_http and not (self.http_base_url and self.http_model):
             raise ValueError("an http checker needs checker.http_base_url and checker.http_model")
         return self

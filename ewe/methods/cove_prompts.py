@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..verify.text import split_sentences
+from ..verify.text import list_items, split_sentences
 
 PLAN_TEMPLATE = """\
 Write verification questions for the draft answer below: one short question for each \
@@ -96,29 +96,12 @@ def revise_prompt(prompt: str, baseline: str, pairs: list[dict]) -> str:
 
 # -- parsers --------------------------------------------------------------------------
 
-_ITEM_RE = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•–]|Q\d{0,3}[.):])\s*(?P<item>\S.*?)\s*$", re.IGNORECASE)
-
-
 def parse_questions(text: str) -> list[str]:
-    """The items of the first numbered or bulleted list ("1.", "2)", "(3)", "-", "*", "Q1:")
-    in `text`, in order, case-insensitive duplicates dropped; [] when there is no such list.
-    The list ends at the first other non-blank line (small models go on with a new
-    "Question: ..." block after it). An item written as a statement, not a question,
-    becomes "Is it true that <statement>?" (small models list the draft's claims)."""
-    out, seen = [], set()
-    for line in text.splitlines():
-        m = _ITEM_RE.match(line)
-        if not m:
-            if out and line.strip():
-                break
-            continue
-        item = m.group("item").strip().strip('"').strip()
-        key = " ".join(item.lower().split())
-        if len(key) < 3 or key in seen:
-            continue
-        seen.add(key)
-        out.append(item if item.endswith("?") else FALLBACK_QUESTION.format(claim=item.rstrip(".!;:").strip()))
-    return out
+    """The items of the first numbered or bulleted list in `text` (`verify.text.list_items`);
+    [] when there is none. An item written as a statement, not a question, becomes "Is it
+    true that <statement>?" (small models list the draft's claims)."""
+    return [item if item.endswith("?") else FALLBACK_QUESTION.format(claim=item.rstrip(".!;:").strip())
+            for item in list_items(text)]
 
 
 def fallback_questions(baseline: str) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@
     nli.py           NLIChecker: any local HF sequence-classification NLI checkpoint
     llm_judge.py     LLMJudgeChecker: any llm(prompt) -> str
     openai_http.py   OpenAIChatLLM / http_judge: OpenAI-compatible endpoint over urllib
+    tree.py          TreeChecker: ITA, each claim verified through a tree of sub-claims
     factchecker.py   FactChecker.check_sentence: extractor + evidence + backend
     factory.py       build_fact_checker: a FactChecker from the configuration's checker section
     labelled_set.py  the labelled true/false set (builder, loader, CLI)

@@ -29,19 +29,27 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
             raise ValueError("checker.llm 'generator' needs the generator model; none was given")
         return generator_llm
 
-    if cfg.backend == "alignment":
-        backend = AlignmentChecker(encoder=Encoder(device=device))
-    elif cfg.backend == "nli":
-        from .nli import NLIChecker
+    def judge(name: str):
+        if name == "alignment":
+            return AlignmentChecker(encoder=Encoder(device=device))
+        if name == "nli":
+            from .nli import NLIChecker
 
-        backend = NLIChecker(cfg.nli_model, label_map=cfg.nli_label_map, device=device)
-    elif cfg.backend == "llm_judge":
-        backend = LLMJudgeChecker(llm())
-    else:  # http
+            return NLIChecker(cfg.nli_model, label_map=cfg.nli_label_map, device=device)
+        if name == "llm_judge":
+            return LLMJudgeChecker(llm())
         from .openai_http import http_judge
 
-        backend = http_judge(cfg.http_base_url, cfg.http_model, api_key_env=cfg.http_api_key_env,
-                             timeout=cfg.http_timeout_s, max_retries=cfg.http_retries)
+        return http_judge(cfg.http_base_url, cfg.http_model, api_key_env=cfg.http_api_key_env,
+                          timeout=cfg.http_timeout_s, max_retries=cfg.http_retries)
+
+    if cfg.backend == "ita":
+        from .tree import TreeChecker
+
+        backend = TreeChecker(judge(cfg.ita_base), evidence, llm() if cfg.ita_span == "llm" else None,
+                              max_depth=cfg.ita_max_depth, max_children=cfg.ita_max_children, k=cfg.evidence_k)
+    else:
+        backend = judge(cfg.backend)
     extractor = LLMClaimExtractor(llm()) if cfg.extractor == "llm" else RuleClaimExtractor()
     return FactChecker(backend, evidence=evidence, extractor=extractor, k=cfg.evidence_k,
                        query_with_prompt=cfg.query_with_prompt)

@@ -40,6 +40,29 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text)]
 
 
+_LIST_ITEM_RE = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•–]|Q\d{0,3}[.):])\s*(?P<item>\S.*?)\s*$", re.IGNORECASE)
+
+
+def list_items(text: str, min_chars: int = 3) -> list[str]:
+    """The items of the first numbered or bulleted list ("1.", "2)", "(3)", "-", "*", "Q1:") in
+    `text`, in order, quotes stripped, case- and space-insensitive duplicates and items shorter
+    than `min_chars` dropped; [] when there is none. The list ends at the first other non-blank
+    line (small models go on with a new block of the prompt's pattern after it)."""
+    out, seen = [], set()
+    for line in text.splitlines():
+        m = _LIST_ITEM_RE.match(line)
+        if not m:
+            if out and line.strip():
+                break
+            continue
+        item = m.group("item").strip().strip('"').strip()
+        key = " ".join(item.lower().split())
+        if len(key) >= min_chars and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
 # --- words -----------------------------------------------------------------------
 
 WORD_RE = re.compile(r"[^\W_](?:[\w'’]*[^\W_])?")

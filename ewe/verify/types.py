@@ -52,6 +52,7 @@ class Verdict:
     the verdict must not be read as a judgement (see SentenceCheck.needs_rewrite).
     `rationale` is a short human-readable reason (which check failed, raw LLM answer).
     `evidence` is what the backend looked at, best first.
+    `details` is anything else a backend reports, JSON-ready (the ITA backend: its tree).
     """
 
     claim: Claim
@@ -61,6 +62,7 @@ class Verdict:
     backend: str = ""
     error: Optional[str] = None
     rationale: str = ""
+    details: Optional[dict] = None
 
     def __post_init__(self) -> None:
         if self.label not in LABELS:
