@@ -409,6 +409,10 @@ def test_shipped_configs_are_valid(tmp_path):
     assert flare.memory.retrieval_units == 1 and flare.controller.retrieval_trigger == "min_prob"
     rag = EWEConfig.from_yaml(configs[0].with_name("rag.yaml"))
     assert rag.memory.retrieval_units == 1 and not rag.controller.active
+    # the placement ablation: ra-4 retrieves exactly what ewe-memory holds, only placed in the prompt
+    ra4, memory_only = (EWEConfig.from_yaml(configs[0].with_name(n)) for n in ("ra-4.yaml", "ewe-memory.yaml"))
+    assert ra4.retrieval.model_dump(exclude={"placement"}) == memory_only.retrieval.model_dump(exclude={"placement"})
+    assert (ra4.retrieval.placement, memory_only.retrieval.placement) == ("prompt", "memory")
 
 
 def test_retry_temperature_samples_the_rewrite_only():
