@@ -199,3 +199,12 @@ def test_eval_run_sweeps_a_setting_and_plots_it(tmp_path):
     assert all(r["f1"] == pytest.approx(0.5) for r in result["sweeps"])
     assert (tmp_path / "eval" / "sweeps" / "controller.verify_interval=16" / "checked.jsonl").exists()
     assert any(name.startswith("sweep_") and name.endswith(".png") for name in result["report"])
+
+
+def test_every_listed_method_has_a_shipped_configuration():
+    from ewe.eval.harness import METHODS, config_path
+
+    for method in METHODS:
+        EWEConfig.from_yaml(config_path(method))
+    with pytest.raises(FileNotFoundError, match="no configuration"):
+        config_path("no-such-method")

@@ -22,7 +22,8 @@ from .prompts import SUFFIX, load_prompts, write_prompts
 from .scorer import Scorer, apply_scores, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-METHODS = ("bare", "ra", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe")
+METHODS = ("bare", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
+           "ewe-memory")  # the shipped configs a comparison usually draws on (any configs/NAME.yaml works)
 
 
 def config_path(method: str) -> Path:
