@@ -243,16 +243,13 @@ class EWE:
             self._check_lengths(prompts, ids, 0, dec.max_new_tokens)  # the baseline's prompt, before model work
             cove = CoVe(self)
             results = [cove.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
-        elif self.config.method == "a2r":
-            from .methods.a2r import A2R
-
-            a2r = A2R(self, self._fact_checker)
-            results = [a2r.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
-        elif self.config.method in ("streaming-vr", "full-vr"):
-            from .methods.verify_refine import VerifyRefine
-
-            vr = VerifyRefine(self, self._fact_checker)
-            results = [vr.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        elif self.config.method in ("a2r", "streaming-vr", "full-vr"):
+            if self.config.method == "a2r":
+                from .methods.a2r import A2R as Method
+            else:
+                from .methods.verify_refine import VerifyRefine as Method
+            method = Method(self, self._fact_checker)
+            results = [method.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         elif self.config.controller.active:
             from .controller import Controller
 

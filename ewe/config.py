@@ -252,11 +252,9 @@ class EWEConfig(_Section):
                 f"controller.retrieval_trigger={ctl.retrieval_trigger!r}, controller.verify_trigger="
                 f"{ctl.verify_trigger!r}); set both to 'never' or use method 'ewe'"
             )
-        if self.retrieval.source is None:
+        if self.retrieval.source is None:  # also where vr.open_book and a2r retrieve their passages
             raise ValueError(f"method {self.method!r} checks against evidence from a datastore: set retrieval.source "
                              "(e.g. 'embedded' or a datastore folder)")
-        if self.vr.open_book and self.retrieval.source is None:
-            raise ValueError("vr.open_book needs a retrieval.source to retrieve the prompt's passages from")
 
     def _cove_consistent(self) -> None:
         ctl, cove, ret = self.controller, self.cove, self.retrieval

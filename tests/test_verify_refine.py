@@ -13,7 +13,7 @@ from ewe import EWE
 from ewe.config import ConfigError, EWEConfig
 from ewe.controller import render
 from ewe.methods import vr_prompts as P
-from ewe.methods.verify_refine import efficiency
+from ewe.eval.metric import vr_efficiency as efficiency
 
 PROMPT = "Tell me a bio of Marie Curie."
 S1, R1 = "Marie Curie was born in Paris.", "Marie Curie was born in Warsaw."

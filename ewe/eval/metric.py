@@ -12,6 +12,8 @@ K is the median number of claims per response over the dataset (VeriScore's choi
 fewest claims a response needs for perfect recall). A response with no claims scores 0.
 "Supported" is the checker's label; unsupported, not-enough-evidence and failed checks
 all count as not supported (failures are flagged in the details).
+
+`vr_efficiency` is Streaming-VR's efficiency relative to Full-VR (Ko et al., 2025).
 """
 from __future__ import annotations
 
@@ -91,3 +93,13 @@ def check_response(fact_checker, response: str, prompt: str) -> list[dict]:
 def claim_counts(sentences: list[dict]) -> tuple[int, int]:
     claims = [c for s in sentences for c in s["claims"]]
     return len(claims), sum(1 for c in claims if c["label"] == "supported")
+
+
+def vr_efficiency(streaming_refine_tokens: list[float], full_refine_tokens: list[float]) -> float | None:
+    """The paper's efficiency of Streaming-VR relative to Full-VR, 1 - T_S / T_F, with T the
+    mean refinement tokens per answer over the same prompts; None when Full-VR refined nothing."""
+    if not streaming_refine_tokens or not full_refine_tokens:
+        raise ValueError("efficiency needs the refinement tokens of both methods, one value per answer")
+    t_s = sum(streaming_refine_tokens) / len(streaming_refine_tokens)
+    t_f = sum(full_refine_tokens) / len(full_refine_tokens)
+    return None if t_f == 0 else 1.0 - t_s / t_f

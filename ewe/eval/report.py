@@ -29,6 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..files import atomic_write, read_jsonl
+from . import metric
 
 LABELS = ("supported", "unsupported", "not_enough_evidence")
 NUMBER_KEYS = ("n", "K", "precision", "recall", "f1", "claims_per_response", "supported_per_response",
@@ -207,17 +208,15 @@ def _results_md(summaries: list[dict], title: str) -> str:
 
 
 def vr_efficiency(rows: list[dict]) -> float | None:
-    """Streaming-VR's efficiency relative to Full-VR on one dataset (`verify_refine.efficiency`),
+    """Streaming-VR's efficiency relative to Full-VR on one dataset (`metric.vr_efficiency`),
     when it holds exactly one run of each with refinement counts; else None."""
-    from ..methods.verify_refine import efficiency
-
     by_kind = {}
     for r in rows:
         if r.get("vr_method") and r.get("refine_tokens") is not None:
             by_kind.setdefault(r["vr_method"], []).append(r["refine_tokens"])
     if len(by_kind.get("streaming-vr", [])) != 1 or len(by_kind.get("full-vr", [])) != 1:
         return None
-    return efficiency(by_kind["streaming-vr"], by_kind["full-vr"])
+    return metric.vr_efficiency(by_kind["streaming-vr"], by_kind["full-vr"])
 
 
 def _results_csv(summaries: list[dict]) -> str:

@@ -28,10 +28,9 @@ from dataclasses import asdict, dataclass, field
 
 from ..controller.trace import Trace
 from ..result import GenerationResult
-from ..verify.text import sentence_spans
 from ..verify.types import SUPPORTED
 from . import a2r_prompts as P
-from .calls import CheckedMethod, complete, greedy
+from .calls import CheckedMethod, checked_spans, complete, greedy, text_tokens
 
 STAGES = ("retrieve", "answer", "assess", "feedback")
 
@@ -101,9 +100,7 @@ class A2R(CheckedMethod):
         """S_t for one answer (see the module docstring); a last sentence cut off by the token
         budget is not assessed, as everywhere in ewe."""
         t0 = time.perf_counter()
-        spans = sentence_spans(answer)
-        if cut_off and spans:
-            spans = spans[:-1]
+        spans = checked_spans(answer, cut_off)
         a = Assessment(0.0, 0.0, 0.0)
         supported = recalled = precise = 0
         for start, end in spans:
@@ -204,7 +201,7 @@ class A2R(CheckedMethod):
         }
         token_ids, logprobs = list(out.token_ids), list(out.logprobs)
         if answer != out.text.strip():  # an echoed label was cut: the tokens are the answer's own, no log-probs
-            token_ids, logprobs = list(self.ewe.tokenizer(answer, add_special_tokens=False)["input_ids"]), []
+            token_ids, logprobs = text_tokens(self.ewe, answer), []
         return GenerationResult(prompt=prompt, text=answer, token_ids=token_ids, logprobs=logprobs,
                                 finish_reason=out.finish_reason, retrieved=hits, stats=stats,
                                 trace=run.trace.to_list())

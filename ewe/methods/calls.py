@@ -1,7 +1,16 @@
 """What the checked baselines share: one EWE's parts with its fact-checker built on first use,
-and one plain model call (chat template, no working memory, no pauses) with the room left
-in the context checked first."""
+one plain model call (chat template, no working memory, no pauses) with the room left in
+the context checked first, and which of an answer's sentences get checked."""
 from __future__ import annotations
+
+from ..verify.text import sentence_spans
+
+
+def checked_spans(answer: str, cut_off: bool) -> list[tuple[int, int]]:
+    """The answer's sentences that get checked: all but a last one cut off by the token budget
+    (`cut_off`; as in EWE's controller, a cut-off sentence is never checked)."""
+    spans = list(sentence_spans(answer))
+    return spans[:-1] if cut_off and spans else spans
 
 
 def greedy(ewe, dec, max_new_tokens: int):
@@ -21,6 +30,11 @@ def complete(ewe, text: str, dec, what: str):
         dec = dec.model_copy(update={"max_new_tokens": room})
     [out] = ewe._generate_batch([text], [[]], dec)
     return out
+
+
+def text_tokens(ewe, text: str) -> list[int]:
+    """The token ids of a text no single model call produced (an answer assembled after the fact)."""
+    return list(ewe.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 class CheckedMethod:

@@ -22,7 +22,7 @@ Where this differs from the paper, on purpose: the verifier is ewe's fact-checke
 section, evidence from the datastore) instead of a fine-tuned 7B classifier, and the
 refiner is the generator itself with the prompts in `vr_prompts.py` instead of GPT-4o.
 `stats["refine_tokens"]` is T_Ref, the tokens the refiner generated for one answer;
-`efficiency()` turns the means over a prompt set into 1 - T_S / T_F. An answer assembled
+`eval.metric.vr_efficiency()` turns the means over a prompt set into 1 - T_S / T_F. An answer assembled
 after the fact (offline mode, or Full-VR's refined answer) has the final text's token ids
 and no log-probs (`logprobs` is empty): no single model call produced it.
 """
@@ -38,27 +38,10 @@ from ..engine import DecodingSession, Sampler
 from ..result import GenerationResult
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
-from .calls import CheckedMethod, complete, greedy
+from .calls import CheckedMethod, checked_spans, complete, greedy, text_tokens
 
 STAGES = ("retrieve", "generate", "check", "refine")
 BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
-
-
-def efficiency(streaming_refine_tokens: list[float], full_refine_tokens: list[float]) -> float | None:
-    """The paper's efficiency of Streaming-VR relative to Full-VR, 1 - T_S / T_F, with T the
-    mean refinement tokens per answer over the same prompts; None when Full-VR refined nothing."""
-    if not streaming_refine_tokens or not full_refine_tokens:
-        raise ValueError("efficiency needs the refinement tokens of both methods, one value per answer")
-    t_s = sum(streaming_refine_tokens) / len(streaming_refine_tokens)
-    t_f = sum(full_refine_tokens) / len(full_refine_tokens)
-    return None if t_f == 0 else 1.0 - t_s / t_f
-
-
-def _checked_spans(answer: str, finish_reason: str) -> list[tuple[int, int]]:
-    """The answer's sentences that get verified: all but a last one cut off by the token
-    budget (as in live mode, and in EWE's controller, a cut-off sentence is never checked)."""
-    spans = sentence_spans(answer)
-    return spans[:-1] if finish_reason == "length" and spans else spans
 
 
 class _Run:
@@ -182,15 +165,12 @@ class VerifyRefine(CheckedMethod):
         return GenerationResult(prompt=prompt, text=text, token_ids=token_ids, logprobs=logprobs, finish_reason=finish,
                                 retrieved=hits, stats=stats, trace=run.trace.to_list(), sentences=run.sentences)
 
-    def _final_tokens(self, text: str) -> list[int]:
-        return list(self.ewe.tokenizer(text, add_special_tokens=False)["input_ids"])
-
     def _full(self, run: _Run, gen_prompt: str, dec):
         """Full-VR: verify every sentence of the whole answer; if one fails, refine the whole answer."""
         out = self._generate(run, gen_prompt, dec)
         answer = out.text
         failed = []
-        for a, b in _checked_spans(answer, out.finish_reason):
+        for a, b in checked_spans(answer, cut_off=out.finish_reason == "length"):
             sentence = answer[a:b].strip()
             if sentence:
                 check = self._check(run, sentence, answer[:a])
@@ -211,13 +191,13 @@ class VerifyRefine(CheckedMethod):
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
         run.sentences = [{"text": s.strip(), "checked": False, "needs_rewrite": None}
                          for s in (refined[a:b] for a, b in sentence_spans(refined)) if s.strip()]
-        return refined, self._final_tokens(refined), [], reply.finish_reason
+        return refined, text_tokens(self.ewe, refined), [], reply.finish_reason
 
     def _offline(self, run: _Run, gen_prompt: str, dec):
         """The paper's protocol: the answer's sentences verified and refined in order after the fact."""
         out = self._generate(run, gen_prompt, dec)
         answer, kept, last = out.text, "", 0
-        for a, b in _checked_spans(answer, out.finish_reason):
+        for a, b in checked_spans(answer, cut_off=out.finish_reason == "length"):
             sentence = answer[a:b].strip()
             kept += answer[last:a]  # the whitespace between sentences
             last = b
@@ -231,7 +211,7 @@ class VerifyRefine(CheckedMethod):
         kept += answer[last:]
         if kept == answer:
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
-        return kept, self._final_tokens(kept), [], out.finish_reason
+        return kept, text_tokens(self.ewe, kept), [], out.finish_reason
 
     def _live(self, run: _Run, gen_prompt: str, dec):
         """Streaming-VR as proposed: verify each sentence as it completes, refine it in place, go on."""
