@@ -45,6 +45,7 @@ def _load() -> bool:
             from ewe import _C  # noqa: F401  (loading the library registers the op)
 
             _register_fake()
+            _state["op"] = torch.ops.ewe_ext.memory_attention.default  # resolved once: decode calls it per layer
             _state["loaded"] = True
         except Exception as exc:  # missing, or built against another torch: never fatal
             _state["loaded"] = False
@@ -79,19 +80,22 @@ def _register_fake() -> None:
 
 def supports(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, memory: LayerMemory) -> bool:
     """Whether the extension handles these inputs (else "auto" runs the fused PyTorch path)."""
+    # Asked once per layer per decoded token: device indices (ints) are compared rather than
+    # torch.device objects, which cost several microseconds a call with the caches cold.
     if not available():
         return False
-    tensors = (query, key, value, memory.key, memory.value)
-    if any(t.dtype != query.dtype or t.device != query.device for t in tensors):
+    dtype, device_index = query.dtype, query.get_device()
+    tensors = (key, value, memory.key, memory.value)
+    if any(t.dtype != dtype or t.get_device() != device_index for t in tensors):
         return False
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+    if torch.is_grad_enabled() and (query.requires_grad or any(t.requires_grad for t in tensors)):
         return False  # the op has no backward: inference only
     if query.dim() != 4 or key.shape[1] == 0 or query.shape[1] % key.shape[1]:
         return False
-    if query.device.type == "cpu":
-        return query.dtype in CPU_DTYPES
-    if query.device.type == "cuda":
-        return has_cuda_kernel() and query.dtype in CUDA_DTYPES and query.shape[-1] <= CUDA_MAX_HEAD_DIM
+    if query.is_cpu:
+        return dtype in CPU_DTYPES
+    if query.is_cuda:
+        return has_cuda_kernel() and dtype in CUDA_DTYPES and query.shape[-1] <= CUDA_MAX_HEAD_DIM
     return False
 
 
@@ -113,13 +117,20 @@ def memory_attention_extension(
     or None for causal (the kernel then masks by position, nothing is materialized).
     Returns [B, Q, Hq, D] in query's dtype.
     """
-    if not available():
-        raise RuntimeError(f"the compiled memory-attention extension is not available ({load_error()}); {BUILD_HINT}")
-    Q, L = query.shape[2], key.shape[2]
-    ctx_bias = None if ctx_mask is None else _last_dim_contiguous(context_bias(ctx_mask, Q, L, query.device))
+    # Kept lean: in decode this runs once per layer per token, with the caches cold.
+    op = _state.get("op")
+    if op is None:
+        if not available():
+            raise RuntimeError(f"the compiled memory-attention extension is not available ({load_error()}); {BUILD_HINT}")
+        op = _state["op"]
+    ctx_bias = None
+    if ctx_mask is not None:
+        ctx_bias = _last_dim_contiguous(context_bias(ctx_mask, query.shape[2], key.shape[2], query.device))
     mem_bias = None if memory.bias is None else _last_dim_contiguous(memory.bias.to(query.device, torch.float32))
-    log_w = memory.log_ctx_weight.to(query.device, torch.float32).contiguous()
-    return torch.ops.ewe_ext.memory_attention(
+    log_w = memory.log_ctx_weight
+    if log_w.dtype != torch.float32 or log_w.device != query.device or not log_w.is_contiguous():
+        log_w = log_w.to(query.device, torch.float32).contiguous()
+    return op(
         _last_dim_contiguous(query),
         _last_dim_contiguous(key),
         _last_dim_contiguous(value),
