@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 
+from ..verify.text import label_pattern
+from ..verify.text import strip_label as text_strip_label
+
 ASPECTS = ("correctness", "citation_recall", "citation_precision")
 
 INIT_TEMPLATE = """\
@@ -117,8 +120,7 @@ def template_feedback(scores: dict, thresholds: dict, unsupported: list[str], un
 
 
 _CITATION_RE = re.compile(r"\[(\d{1,3})\]")
-_LABEL_RE = re.compile(r"^\s*(?:\*\*)?(?:improved answer|final answer|answer|feedback|draft \d+)\s*:\s*(?:\*\*)?\s*",
-                       re.IGNORECASE)
+_LABEL = label_pattern("improved answer", "final answer", "answer", "feedback", r"draft \d+")
 _NEXT_BLOCK_RE = re.compile(r"\n\s*(?:draft \d+|feedback on draft \d+|feedback|question)\s*:", re.IGNORECASE)
 
 
@@ -141,6 +143,6 @@ def strip_label(text: str) -> str:
     """The reply without a leading label the model echoed ("Improved answer:", "Draft 3:"), and
     without what follows when it goes on with another block of the prompt's pattern ("Draft 4:",
     "Feedback on draft 2:"): small models continue the history instead of ending."""
-    text = _LABEL_RE.sub("", text, count=1)
+    text = text_strip_label(text, _LABEL)
     cut = _NEXT_BLOCK_RE.search(text)
     return (text[:cut.start()] if cut else text).strip()

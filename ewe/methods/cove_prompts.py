@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ..verify.text import list_items, split_sentences
+from ..verify.text import label_pattern, list_items, split_sentences
+from ..verify.text import strip_label as text_strip_label
 
 PLAN_TEMPLATE = """\
 Write verification questions for the draft answer below: one short question for each \
@@ -114,15 +115,12 @@ def fallback_questions(baseline: str) -> list[tuple[str, str]]:
     return out
 
 
-_LABEL_RE = re.compile(
-    r"^\s*(?:\*\*)?(?:revised answer|revised response|draft answer|final answer|answer)\s*:\s*(?:\*\*)?\s*",
-    re.IGNORECASE,
-)
+_LABEL = label_pattern("revised answer", "revised response", "draft answer", "final answer", "answer")
 
 
 def strip_label(text: str) -> str:
     """The response without a leading label the model echoed ("Revised answer:", "Draft answer:")."""
-    return _LABEL_RE.sub("", text, count=1) if _LABEL_RE.match(text) else text
+    return text_strip_label(text, _LABEL)
 
 
 _JUDGEMENT_WORDS = {

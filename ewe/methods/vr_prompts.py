@@ -8,9 +8,8 @@ The wording is short, as for CoVe's prompts, because the refiner may be a 135M m
 """
 from __future__ import annotations
 
-import re
-
-from ..verify.text import split_sentences
+from ..verify.text import label_pattern, split_sentences
+from ..verify.text import strip_label as text_strip_label
 
 SENTENCE_TEMPLATE = """\
 Rewrite the last sentence of the answer so that it is factually correct. Write only the \
@@ -61,15 +60,12 @@ def answer_prompt(prompt: str, answer: str, evidence: list[str] | None = None) -
     return ANSWER_TEMPLATE.format(prompt=prompt.strip(), answer=answer.strip(), evidence=_evidence_block(evidence or []))
 
 
-_LABEL_RE = re.compile(
-    r"^\s*(?:\*\*)?(?:corrected sentence|corrected answer|last sentence|sentence|answer)\s*:\s*(?:\*\*)?\s*",
-    re.IGNORECASE,
-)
+_LABEL = label_pattern("corrected sentence", "corrected answer", "last sentence", "sentence", "answer")
 
 
 def strip_label(text: str) -> str:
     """The reply without a leading label the model echoed ("Corrected sentence:", "Answer:")."""
-    return _LABEL_RE.sub("", text, count=1).strip()
+    return text_strip_label(text, _LABEL).strip()
 
 
 def first_sentence(text: str) -> str:

@@ -63,6 +63,17 @@ def list_items(text: str, min_chars: int = 3) -> list[str]:
     return out
 
 
+def label_pattern(*labels: str) -> re.Pattern:
+    """A leading label that small models echo from their prompt ("Answer:", "**Draft 3:**");
+    each label is a regular expression, matched case-insensitively."""
+    return re.compile(r"^\s*(?:\*\*)?(?:" + "|".join(labels) + r")\s*:\s*(?:\*\*)?\s*", re.IGNORECASE)
+
+
+def strip_label(text: str, label: re.Pattern) -> str:
+    """`text` without the leading `label` (a `label_pattern`), if it starts with one."""
+    return label.sub("", text, count=1)
+
+
 # --- words -----------------------------------------------------------------------
 
 WORD_RE = re.compile(r"[^\W_](?:[\w'’]*[^\W_])?")
