@@ -124,6 +124,35 @@ def test_matches_reference_large(q_len, ctx, units, unit_len, group, d, dtype):
     check_against_reference(query, key, value, memory, left_padded_mask(batch, q_len, ctx, gen), d**-0.5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("rise", [6.0, 600.0], ids=["within-slack", "past-slack"])
+def test_logits_that_rise_along_the_keys(rise, dtype):
+    """Decode keeps a row's softmax base until a logit exceeds it by more than a slack (8 nats):
+    logits rising by 6 nats over all the keys never move it after the first tile (exponentials
+    above 1 are summed); rising by 600 they move it every tile or two, mid-segment and across the
+    memory/context boundary."""
+    gen = torch.Generator().manual_seed(int(rise))
+    batch, hkv, group, d, ctx, units, unit_len = 2, 3, 3, 64, 700, 4, 130
+    scale = d**-0.5
+    q_head = torch.randn(batch, hkv, 1, 1, d, generator=gen)  # the group's query heads share one query
+    query = q_head.expand(batch, hkv, group, 1, d).reshape(batch, hkv * group, 1, d)
+    unit = q_head.squeeze(2) / (q_head.squeeze(2).norm(dim=-1, keepdim=True) ** 2 * scale)  # logit(unit) = 1
+    total = units * unit_len + ctx
+
+    def rising(n, offset):  # keys whose logits rise linearly from 0 to `rise` over all `total` keys
+        ramp = (offset + torch.arange(n, dtype=torch.float32)).view(1, 1, n, 1) * rise / total
+        return (torch.randn(batch, hkv, n, d, generator=gen) * 0.2 + ramp * unit).to(dtype)
+
+    memory = make_memory(batch, hkv, d, [[unit_len] * units, [unit_len] * units], dtype, gen)
+    memory = LayerMemory(rising(units * unit_len, 0), memory.value, memory.bias, memory.unit_bounds,
+                         memory.log_ctx_weight)
+    key = rising(ctx, units * unit_len)
+    value = torch.randn(batch, hkv, ctx, d, generator=gen).to(dtype)
+    query = query.to(dtype)
+    check_against_reference(query, key, value, memory, None, scale)
+    check_against_reference(query, key, value, memory, left_padded_mask(batch, 1, ctx, gen), scale)
+
+
 def test_same_result_with_one_thread_and_with_several():
     query, key, value, memory, mask, scale = random_case(5, torch.float32, decode=True)
     many = memory_attention_extension(query, key, value, memory, mask, scale)

@@ -2,7 +2,8 @@
 // csrc/memory_attention.h).
 //
 // One pass over the memory keys, then the context keys, with an online softmax (running max,
-// running sum, fp32 accumulator); context logits get + log(k_b + 1). A work item is
+// running sum, fp32 accumulator; in decode the max may trail the true one by up to kBaseSlack,
+// which moves it less often); context logits get + log(k_b + 1). A work item is
 // (batch row, KV head, block of queries, key split): all the query heads of a GQA group and
 // all the queries of the block are processed together, so each key and value row is read
 // once per item. Decode (Q = 1) has few such items, so its key axis is split (flash-decoding)
@@ -43,6 +44,7 @@ constexpr int64_t kBlockedMinRows = 12;    // from this many rows on, QK is row-
 constexpr int64_t kRowsPerItem = 48;       // target query rows (heads x queries) per work item in prefill
 constexpr int64_t kMinKeysPerSplit = 256;  // decode splits its key axis no finer than this
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kBaseSlack = 8.f;          // decode: how far logits may exceed a row's softmax base (e^8 ~ 3000, far from overflow)
 
 typedef float vf __attribute__((vector_size(32)));
 typedef int32_t vi __attribute__((vector_size(32)));
@@ -147,6 +149,16 @@ inline void keep_in_register(vf& v) {
 }
 
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+
+// Whether any lane of v, or x, exceeds limit.
+inline bool any_above(vf v, float x, float limit) {
+#if defined(__AVX2__)
+  return x > limit || _mm256_movemask_ps((__m256)(v > splat(limit))) != 0;
+#else
+  const vi c = v > splat(limit);
+  return x > limit || (c[0] | c[1] | c[2] | c[3] | c[4] | c[5] | c[6] | c[7]) != 0;
+#endif
+}
 
 // The four sums of lanes of a0..a3, as one 4-lane vector.
 inline vf4 hsum4(vf a0, vf a1, vf a2, vf a3) {
@@ -437,6 +449,7 @@ class WorkItem {
     std::fill(s_.acc.begin(), s_.acc.begin() + R_ * p.D, 0.f);
     std::fill(s_.m.begin(), s_.m.begin() + Rp_, kNegInf);
     std::fill(s_.l.begin(), s_.l.begin() + Rp_, 0.f);
+    std::fill(s_.base.begin(), s_.base.begin() + Rp_, 0.f);
     // With causal masking, context keys past the block's last query are masked for every row.
     const int64_t ctx_end = p.cbias ? p.L : causal_offset_ + q0_ + nq_;
     const int64_t total = p.N + ctx_end;
@@ -578,15 +591,23 @@ class WorkItem {
       for (int64_t t = 0; t < T; ++t)
         for (int64_t r = 0; r < Rp_; r += W) store(l + r, load(l + r) + load(S + t * Rp_ + r));
     } else {
+      // Few rows (decode): a row's base moves only when a logit exceeds it by more than
+      // kBaseSlack, so most tiles skip the horizontal maximum and the rescaling, and their
+      // exponentials wait on nothing but the scores.
       const int64_t Tv = T / W * W;
       for (int64_t r = 0; r < R_; ++r) {
         float* s = S + r * kTile;
         vf mx = splat(kNegInf);
         for (int64_t t = 0; t < Tv; t += W) mx = vmax(mx, load(s + t));
-        float tmax = std::max(std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3])),
-                              std::max(std::max(mx[4], mx[5]), std::max(mx[6], mx[7])));
-        for (int64_t t = Tv; t < T; ++t) tmax = std::max(tmax, s[t]);
-        rescale_state(r, tmax);
+        float tail = kNegInf;
+        for (int64_t t = Tv; t < T; ++t) tail = std::max(tail, s[t]);
+        if (any_above(mx, tail, s_.m[r] + kBaseSlack)) {
+          float tmax = std::max(std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3])),
+                                std::max(std::max(mx[4], mx[5]), std::max(mx[6], mx[7])));
+          rescale_state(r, std::max(tmax, tail));
+        } else {
+          s_.alpha[r] = 1.f;
+        }
         const vf b = splat(base[r]);
         vf sum{};
         for (int64_t t = 0; t < Tv; t += W) {
@@ -607,8 +628,9 @@ class WorkItem {
     }
   }
 
-  // Moves row r's running max to include tile_max; base[r] is what the tile's logits are
+  // Moves row r's running max m[r] to include tile_max; base[r] is what the tile's logits are
   // measured from, alpha[r] the factor that rescales the row's earlier sum and accumulator.
+  // Between moves, l[r] and the accumulator stay relative to base[r] (finish's LSE: m + log l).
   void rescale_state(int64_t r, float tile_max) {
     float *m = s_.m.data(), *l = s_.l.data();
     const float m_new = std::max(m[r], tile_max);
