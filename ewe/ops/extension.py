@@ -128,16 +128,10 @@ def memory_attention_extension(
         ctx_bias = _last_dim_contiguous(context_bias(ctx_mask, query.shape[2], key.shape[2], query.device))
     mem_bias = None if memory.bias is None else _last_dim_contiguous(memory.bias.to(query.device, torch.float32))
     log_w = memory.log_ctx_weight
-    if log_w.dtype != torch.float32 or log_w.device != query.device or not log_w.is_contiguous():
+    if log_w.dtype != torch.float32 or log_w.get_device() != query.get_device() or not log_w.is_contiguous():
         log_w = log_w.to(query.device, torch.float32).contiguous()
-    return op(
-        _last_dim_contiguous(query),
-        _last_dim_contiguous(key),
-        _last_dim_contiguous(value),
-        _last_dim_contiguous(memory.key),
-        _last_dim_contiguous(memory.value),
-        mem_bias,
-        log_w,
-        ctx_bias,
-        float(scale),
-    )
+    mem_key, mem_value = memory.key, memory.value
+    if (query.stride(-1) != 1 or key.stride(-1) != 1 or value.stride(-1) != 1 or mem_key.stride(-1) != 1
+            or mem_value.stride(-1) != 1):  # rare: caches and transformers' query views have stride 1 there
+        query, key, value, mem_key, mem_value = map(_last_dim_contiguous, (query, key, value, mem_key, mem_value))
+    return op(query, key, value, mem_key, mem_value, mem_bias, log_w, ctx_bias, float(scale))
