@@ -6,6 +6,7 @@ import json
 import pytest
 
 from ewe.config import ConfigError, EWEConfig
+from ewe.controller.trace import check_event, render
 from ewe.verify import FactChecker, StaticEvidenceSource
 from ewe.verify.factory import build_fact_checker
 from ewe.verify.tree import TreeChecker, parse_sub_claims
@@ -159,6 +160,19 @@ def test_fact_checker_with_the_tree_backend_checks_sentences():
                           evidence=StaticEvidenceSource(["Marie Curie shared the 1903 prize."]))
     check = checker.check_sentence(ROOT)
     assert check.needs_rewrite and check.verdicts[0].details["tree"]["state"] == "reject"
+
+
+def test_the_trace_carries_and_renders_the_tree():
+    base = LabelBackend({SUBS[1]: UNSUPPORTED})
+    checker = FactChecker(TreeChecker(base, None, span_llm({ROOT: listed(SUBS)})),
+                          evidence=StaticEvidenceSource(["Marie Curie shared the 1903 prize."]))
+    event = check_event(checker.check_sentence(ROOT))
+    tree = event["verdicts"][0]["details"]["tree"]
+    assert json.loads(json.dumps(event)) == event  # JSON-ready, as trace events must be
+    lines = render([{"type": "check", "step": 3, **event}]).splitlines()
+    assert lines[2] == f"      tree: [reject] {ROOT}"
+    assert [line.strip() for line in lines[3:]] == [f"[{c['state']}] {c['claim']}" for c in tree["children"]]
+    assert lines[3].startswith(" " * 14 + "[")  # children indented under their parent
 
 
 def test_configuration_builds_the_tree_backend():

@@ -57,11 +57,22 @@ def check_event(check) -> dict:
                 "error": v.error,
                 "rationale": v.rationale,
                 "evidence": [{"title": e.title, "score": round(float(e.score), 4), "text": e.text} for e in v.evidence[:2]],
+                **({"details": v.details} if v.details else {}),  # the ITA backend's tree of sub-claims
             }
             for v in check.verdicts
         ],
         "seconds": {k: round(v, 4) for k, v in check.timings.items()},
     }
+
+
+def _tree_lines(node: dict, width: int, lead: str, depth: int = 0) -> list[str]:
+    """An ITA claim tree (verify.tree's `to_dict`), a node a line, children indented."""
+    pad = lead if depth == 0 else " " * (len(lead) + 2 * depth)
+    lines = textwrap.wrap(f"[{node['state']}] {node['claim']}", width, initial_indent=pad,
+                          subsequent_indent=" " * (len(pad) + 2))
+    for child in node.get("children", []):
+        lines += _tree_lines(child, width, lead, depth + 1)
+    return lines
 
 
 def render(events: list[dict], width: int = 100) -> str:
@@ -87,6 +98,9 @@ def render(events: list[dict], width: int = 100) -> str:
             ) or "no claims"
             mark = "REWRITE" if e["needs_rewrite"] else "ok"
             say(f"{at} check -> {mark}: {e['sentence']}", verdicts)
+            for v in e["verdicts"]:
+                if (v.get("details") or {}).get("tree"):
+                    out.extend(_tree_lines(v["details"]["tree"], width, "      tree: "))
         elif kind == "backtrack":
             say(f"{at} backtrack #{e['attempt']} ({e['why']}): removed {e['removed_tokens']} tokens",
                 f"removed: {e['removed_text'].strip()}")
