@@ -160,6 +160,16 @@ def test_echoed_labels_are_stripped():
     assert P.strip_label("Answers vary.") == "Answers vary."
 
 
+def test_a_revision_that_goes_on_with_the_prompts_pattern_is_cut():
+    # as SmolLM2-135M wrote it for one bio: the revision, then the verified facts again
+    reply = ("Jiang Qing was a Chinese actress.\nQ: What was Jiang Qing's profession? She was an actress."
+             "\nA: Jiang Qing was born in Shanghai.")
+    assert P.strip_label(reply) == "Jiang Qing was a Chinese actress."
+    assert P.strip_label("She was born in 1867.\n\n**Inconsistencies:**\n- none") == "She was born in 1867."
+    assert P.strip_label("Q: a question?") == "Q: a question?"  # only a new line opens a block
+    assert P.strip_label("A Polish physicist.\nAnd a chemist.") == "A Polish physicist.\nAnd a chemist."
+
+
 def test_claim_is_the_baseline_sentence_the_question_is_about():
     sentences = [S1, S2, S3]
     assert [claim_for(q, sentences, BASELINE, PROMPT) for q in QUESTIONS] == [S1, S2, S3]  # "die" ~ "died"

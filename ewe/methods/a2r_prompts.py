@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..verify.text import label_pattern
+from ..verify.text import block_pattern, label_pattern, until_block
 from ..verify.text import strip_label as text_strip_label
 
 ASPECTS = ("correctness", "citation_recall", "citation_precision")
@@ -121,7 +121,7 @@ def template_feedback(scores: dict, thresholds: dict, unsupported: list[str], un
 
 _CITATION_RE = re.compile(r"\[(\d{1,3})\]")
 _LABEL = label_pattern("improved answer", "final answer", "answer", "feedback", r"draft \d+")
-_NEXT_BLOCK_RE = re.compile(r"\n\s*(?:draft \d+|feedback on draft \d+|feedback|question)\s*:", re.IGNORECASE)
+_NEXT_BLOCK = block_pattern(r"draft \d+", r"feedback on draft \d+", "feedback", "question")
 
 
 def citations(sentence: str) -> list[int]:
@@ -143,6 +143,4 @@ def strip_label(text: str) -> str:
     """The reply without a leading label the model echoed ("Improved answer:", "Draft 3:"), and
     without what follows when it goes on with another block of the prompt's pattern ("Draft 4:",
     "Feedback on draft 2:"): small models continue the history instead of ending."""
-    text = text_strip_label(text, _LABEL)
-    cut = _NEXT_BLOCK_RE.search(text)
-    return (text[:cut.start()] if cut else text).strip()
+    return until_block(text_strip_label(text, _LABEL), _NEXT_BLOCK).strip()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..verify.text import label_pattern, list_items, split_sentences
+from ..verify.text import block_pattern, label_pattern, list_items, split_sentences, until_block
 from ..verify.text import strip_label as text_strip_label
 
 PLAN_TEMPLATE = """\
@@ -116,11 +116,15 @@ def fallback_questions(baseline: str) -> list[tuple[str, str]]:
 
 
 _LABEL = label_pattern("revised answer", "revised response", "draft answer", "final answer", "answer")
+_NEXT_BLOCK = block_pattern("q", "a", "question", "draft answer", "verified facts", "verified answer", "inconsistencies",
+                            "claim")
 
 
 def strip_label(text: str) -> str:
-    """The response without a leading label the model echoed ("Revised answer:", "Draft answer:")."""
-    return text_strip_label(text, _LABEL)
+    """The response without a leading label the model echoed ("Revised answer:", "Draft answer:"),
+    and without what follows when it goes on with a block of the prompt's pattern ("Q: ... A:
+    ...", "Inconsistencies:"): one in five of SmolLM2-135M's revisions of bios went on so."""
+    return until_block(text_strip_label(text, _LABEL), _NEXT_BLOCK)
 
 
 _JUDGEMENT_WORDS = {

@@ -74,6 +74,19 @@ def strip_label(text: str, label: re.Pattern) -> str:
     return label.sub("", text, count=1)
 
 
+def block_pattern(*labels: str) -> re.Pattern:
+    """A line that opens another block of a prompt's pattern ("Q:", "Draft 4:"); each label is
+    a regular expression, matched case-insensitively."""
+    return re.compile(r"\n\s*(?:\*\*)?(?:" + "|".join(labels) + r")\s*:", re.IGNORECASE)
+
+
+def until_block(text: str, block: re.Pattern) -> str:
+    """`text` up to the first line that opens a `block` (a `block_pattern`): small models go on
+    with the prompt's pattern (another question, another draft) instead of ending."""
+    cut = block.search(text)
+    return text[:cut.start()] if cut else text
+
+
 # --- words -----------------------------------------------------------------------
 
 WORD_RE = re.compile(r"[^\W_](?:[\w'’]*[^\W_])?")
