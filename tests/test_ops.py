@@ -127,3 +127,14 @@ def test_merge_is_associative_and_handles_empty_segments():
     assert torch.isneginf(masked[1]).all() and masked[0].abs().max() == 0
     merged = merge_states(*masked, *states[1])
     torch.testing.assert_close(merged[0], states[1][0])
+
+
+def test_bench_stream_fraction_is_paired_per_repeat():
+    from ewe.ops.bench import paired_fraction
+
+    # each repeat's pair gives one ratio (here 0.5, 0.5, 2.0: the third repeat's calls ran while
+    # the machine was 4x as fast as during its stream read); the result is their median
+    assert paired_fraction(100, [2.0, 1.0, 0.25], 400, [4.0, 2.0, 2.0]) == 0.5
+    assert paired_fraction(100, [1.0, 1.0, 4.0], 100, [1.0, 2.0, 1.0]) == 1.0  # median of 1, 2, 0.25
+    with pytest.raises(ValueError):
+        paired_fraction(1, [1.0], 1, [1.0, 2.0])

@@ -10,8 +10,9 @@ Decode cycles through --layers distinct sets of tensors (30 by default, as many 
 model has), so keys and values stream from memory as they do in a model rather than from
 cache. On CPU the same run times a plain streaming read (`x.sum()` over 256 MB) between the
 decode calls and reports the extension's decode bandwidth (bytes of K and V read per call /
-time) as a fraction of it; each timed loop there starts from caches holding clean lines only
-(see `_time_interleaved`). Implementations are interleaved within each repeat, so a busy machine slows
+time) as a fraction of it, the median of the per-repeat fractions (each repeat's calls against
+the stream read right after them); each timed loop there starts from caches holding clean
+lines only (see `_time_interleaved`). Implementations are interleaved within each repeat, so a busy machine slows
 them alike; the load average is printed because 2-thread timings on an oversubscribed
 machine are mostly scheduler noise (try --threads 1 there).
 """
@@ -97,7 +98,8 @@ def _sync(device):
 
 
 def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) -> dict:
-    """Median seconds per layer call of each function, the functions interleaved per repeat.
+    """Seconds per layer call of each function, one sample per repeat, the functions
+    interleaved within each repeat (`statistics.median` of a list gives the usual figure).
 
     With a stream_buffer, each repeat also times one `stream_buffer.sum()` (key "stream"), and
     every timed loop starts after an untimed read of its first 64 MB: the caches then hold
@@ -125,7 +127,13 @@ def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) ->
             stream_buffer.sum()
             if rep:
                 samples["stream"].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in samples.items()}
+    return samples
+
+
+def paired_fraction(bytes_a: int, seconds_a: list[float], bytes_b: int, seconds_b: list[float]) -> float:
+    """Median over repeats of (bandwidth of a) / (bandwidth of b), each repeat's pair timed
+    back to back: a machine whose speed drifts during the run moves both sides of a ratio alike."""
+    return statistics.median((bytes_a / ta) / (bytes_b / tb) for ta, tb in zip(seconds_a, seconds_b, strict=True))
 
 
 def stream_buffer(megabytes: int = 256) -> torch.Tensor:
@@ -178,7 +186,8 @@ def run_attention_bench(args) -> list[Row]:
                     fns["ext"] = extension.memory_attention_extension
                 if not args.no_reference:
                     fns["ref"] = memory_attention_reference
-                times = _time_interleaved(fns, layers, repeats, device, buffer if mode == "decode" else None)
+                samples = _time_interleaved(fns, layers, repeats, device, buffer if mode == "decode" else None)
+                times = {name: statistics.median(ts) for name, ts in samples.items()}
                 row = Row(mode, dtype_name, k, M, ctx, times.get("ext", None) and times["ext"] * 1e3,
                           times["fused"] * 1e3, times.get("ref", None) and times["ref"] * 1e3)
                 if "stream" in times:
@@ -186,7 +195,9 @@ def run_attention_bench(args) -> list[Row]:
                 if mode == "decode" and row.ext_ms:
                     kv_bytes = 2 * KV_HEADS * (k * M + ctx) * HEAD_DIM * dtype.itemsize
                     row.ext_gbps = kv_bytes / (row.ext_ms / 1e3) / 1e9
-                    row.stream_fraction = row.ext_gbps / row.stream_gbps if row.stream_gbps else None
+                    if "stream" in samples:
+                        row.stream_fraction = paired_fraction(kv_bytes, samples["ext"], buffer.numel() * 4,
+                                                              samples["stream"])
                 rows.append(row)
                 _print_row(row, header=len(rows) == 1)
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
