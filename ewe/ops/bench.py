@@ -12,9 +12,9 @@ cache. On CPU the same run times a plain streaming read (`x.sum()` over 256 MB) 
 decode calls and reports the extension's decode bandwidth (bytes of K and V read per call /
 time) as a fraction of it, the median of the per-repeat fractions (each repeat's calls against
 the stream read right after them); each timed loop there starts from caches holding clean
-lines only (see `_time_interleaved`). Implementations are interleaved within each repeat, so a busy machine slows
-them alike; the load average is printed because 2-thread timings on an oversubscribed
-machine are mostly scheduler noise (try --threads 1 there).
+lines only (see `_time_interleaved`). Implementations are interleaved within each repeat, so
+a busy machine slows them alike; the load average is printed because 2-thread timings on an
+oversubscribed machine are mostly scheduler noise (try --threads 1 there).
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) -> dict:
+def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) -> dict[str, list[float]]:
     """Seconds per layer call of each function, one sample per repeat, the functions
     interleaved within each repeat (`statistics.median` of a list gives the usual figure).
 

@@ -84,15 +84,15 @@ def supports(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, memory
     # torch.device objects, which cost several microseconds a call with the caches cold.
     if not available():
         return False
-    dtype, device_index = query.dtype, query.get_device()
+    dtype, device_index, on_cpu = query.dtype, query.get_device(), query.is_cpu
     tensors = (key, value, memory.key, memory.value)
-    if any(t.dtype != dtype or t.get_device() != device_index for t in tensors):
-        return False
+    if any(t.dtype != dtype or t.get_device() != device_index or t.is_cpu != on_cpu for t in tensors):
+        return False  # (get_device() is -1 for every non-CUDA device, hence the CPU test)
     if torch.is_grad_enabled() and (query.requires_grad or any(t.requires_grad for t in tensors)):
         return False  # the op has no backward: inference only
     if query.dim() != 4 or key.shape[1] == 0 or query.shape[1] % key.shape[1]:
         return False
-    if query.is_cpu:
+    if on_cpu:
         return dtype in CPU_DTYPES
     if query.is_cuda:
         return has_cuda_kernel() and dtype in CUDA_DTYPES and query.shape[-1] <= CUDA_MAX_HEAD_DIM
