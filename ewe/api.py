@@ -248,12 +248,12 @@ class EWE:
                 from .methods.a2r import A2R as Method
             else:
                 from .methods.verify_refine import VerifyRefine as Method
-            method = Method(self, self._fact_checker)
+            method = Method(self)
             results = [method.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         elif self.config.controller.active:
             from .controller import Controller
 
-            controller = Controller(self, self._fact_checker)
+            controller = Controller(self)
             results = [controller.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         else:
             results = self._generate_batch(prompts, rows, dec)

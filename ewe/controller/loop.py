@@ -289,16 +289,10 @@ class ControlledRun:
 class Controller:
     """Runs prompts through the pause / check / backtrack loop with one fact-checker."""
 
-    def __init__(self, ewe, fact_checker=None):
+    def __init__(self, ewe):
         self.ewe = ewe
-        self._checker = fact_checker
-
-    @property
-    def fact_checker(self):
-        if self._checker is None:
-            self._checker = self.ewe.fact_checker()
-        return self._checker
 
     def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
-        checker = self.fact_checker if self.ewe.config.controller.verify_trigger != "never" else None
+        # EWE.fact_checker builds the configured checker on first use (or returns the one given).
+        checker = self.ewe.fact_checker() if self.ewe.config.controller.verify_trigger != "never" else None
         return ControlledRun(self.ewe, checker, prompt, dec, passages).run()

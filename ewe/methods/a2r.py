@@ -69,8 +69,8 @@ class _Run:
 class A2R(CheckedMethod):
     """Runs prompts through Ask-Assess-Refine with one EWE's model, checker and datastore."""
 
-    def __init__(self, ewe, fact_checker=None):
-        super().__init__(ewe, fact_checker)
+    def __init__(self, ewe):
+        super().__init__(ewe)
         self.cfg = ewe.config.a2r
 
     # -- model calls -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What the checked baselines share: one EWE's parts with its fact-checker built on first use,
+"""What the checked baselines share: one EWE's parts and fact-checker (`EWE.fact_checker`),
 one plain model call (chat template, no working memory, no pauses) with the room left in
 the context checked first, and which of an answer's sentences get checked."""
 from __future__ import annotations
@@ -38,15 +38,12 @@ def text_tokens(ewe, text: str) -> list[int]:
 
 
 class CheckedMethod:
-    """A baseline run with one EWE's model, datastore and fact-checker (the configured one,
-    built on first use, unless one is given)."""
+    """A baseline run with one EWE's model, datastore and fact-checker."""
 
-    def __init__(self, ewe, fact_checker=None):
+    def __init__(self, ewe):
         self.ewe = ewe
-        self._checker = fact_checker
 
     @property
     def checker(self):
-        if self._checker is None:
-            self._checker = self.ewe.fact_checker()
-        return self._checker
+        """The EWE's fact-checker (`EWE.fact_checker` builds it on first use and keeps it)."""
+        return self.ewe.fact_checker()

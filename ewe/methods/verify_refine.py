@@ -62,8 +62,8 @@ class _Run:
 class VerifyRefine(CheckedMethod):
     """Runs prompts through Streaming-VR or Full-VR with one EWE's model, checker and datastore."""
 
-    def __init__(self, ewe, fact_checker=None):
-        super().__init__(ewe, fact_checker)
+    def __init__(self, ewe):
+        super().__init__(ewe)
         self.cfg = ewe.config.vr
         self.method = ewe.config.method
 
