@@ -1,5 +1,5 @@
-"""Balanced accuracy of the offline fact-checker (rule claim splitter + AlignmentChecker, or
-with --backend ita the ITA tree over it) on the labelled set (tests/data/factcheck/labelled.jsonl), sentence level:
+"""Balanced accuracy of a fact-checker (rule claim splitter + AlignmentChecker; with --backend ita
+the ITA tree over it; with --backend judge a trained judge) on the labelled set (tests/data/factcheck/labelled.jsonl), sentence level:
 
   gold       the item's own Wikipedia summary is the evidence for every claim
   retrieved  evidence = top-k passages per claim from the embedded Wikipedia datastore
@@ -97,7 +97,8 @@ def main(argv=None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N items only (0: all)")
     ap.add_argument("--tune", action="store_true", help="grid-search thresholds on --split (use tune)")
     ap.add_argument("--json", help="write the summary here")
-    ap.add_argument("--backend", default="alignment", choices=["alignment", "ita"],
+    ap.add_argument("--judge", default="minilm-late", help="with --backend judge: a shipped judge or a trained folder")
+    ap.add_argument("--backend", default="alignment", choices=["alignment", "ita", "judge"],
                     help="ita: Iterative Tree Analysis over the alignment checker, sub-claims split by rules "
                          "(deterministic and offline; with gold evidence sub-claims use the item's evidence)")
     ap.add_argument("--threads", type=int, default=1,
@@ -122,6 +123,10 @@ def main(argv=None) -> None:
     def backend(evidence):
         if args.backend == "alignment":
             return AlignmentChecker()
+        if args.backend == "judge":
+            from ewe.judge.checker import JudgeChecker
+
+            return JudgeChecker(args.judge)
         from ewe.verify.tree import TreeChecker
 
         return TreeChecker(AlignmentChecker(), evidence, llm=None, k=args.k)

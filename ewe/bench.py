@@ -92,6 +92,13 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_model_options(f)
     f.set_defaults(func=lambda args: run_refresh_bench(args, load_ewe), **{"memory.unit_tokens": 128})
 
+    from .judge.bench import add_bench_arguments as add_judge_arguments, run_judge_bench
+
+    j = which.add_parser("judge", help="one check (a sentence against 5 passages) in seconds and decode steps")
+    add_judge_arguments(j)
+    add_model_options(j)
+    j.set_defaults(func=lambda args: run_judge_bench(args, load_ewe))
+
     from .controller.bench import add_bench_arguments as add_run_arguments, run_run_bench
 
     rb = which.add_parser("run", help="wall time per prompt: full EWE pipeline vs the RA baseline, same prompts")

@@ -133,11 +133,18 @@ def cmd_run(args) -> int:
 
 
 def cmd_check(args) -> int:
+    if (args.sentence is None) == (args.input is None):
+        raise SystemExit("ewe check: give a SENTENCE or --input FILE (with --output), not both")
+    if args.input is not None:
+        return _check_batch(args)
     ewe = _load_ewe(args)
     evidence = list(args.evidence or []) or None
     check = ewe.check(args.sentence, prompt=args.prompt, context=args.context, evidence=evidence)
     if args.json:
         print(json.dumps(check.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    if not check.checkable:
+        print(f"not checkable (no checkable claim: a question, a fragment, or not English): {check.sentence}")
         return 0
     verdict = "needs rewrite" if check.needs_rewrite else ("factual" if check.factual else "kept (check incomplete)")
     print(f"{verdict}: {check.sentence}")
@@ -146,8 +153,38 @@ def cmd_check(args) -> int:
         for e in v.evidence[:2]:
             text = e.text if len(e.text) < 160 else e.text[:157] + "..."
             print(f"      <- {e.title or 'given'} ({e.score:.2f}): {text}")
-    if not check.claims:
-        print("  no checkable claim found")
+    return 0
+
+
+def _check_batch(args) -> int:
+    """`ewe check --input cases.jsonl --output verdicts.jsonl`: one verdict line per case, appended
+    as each is done; a rerun skips ids already in the output."""
+    from tqdm import tqdm
+
+    from .checks import read_cases, verdict_line
+    from .runner import RunError, exclusive, finished_ids
+
+    if not args.output:
+        raise SystemExit("ewe check: --input needs --output (a JSONL file, appended; a rerun resumes)")
+    inp, out = Path(args.input), Path(args.output)
+    if out.exists() and inp.exists() and out.resolve() == inp.resolve():
+        raise SystemExit(f"ewe check: --output {out} is the --input file; choose another")
+    try:
+        cases = read_cases(inp)
+        with exclusive(out):
+            done = finished_ids(out)
+            todo = [c for c in cases if c["id"] not in done]
+            if done:
+                print(f"ewe: resuming: {len(cases) - len(todo)} of {len(cases)} cases already in {out}", file=sys.stderr)
+            ewe = _load_ewe(args) if todo else None
+            with out.open("a", encoding="utf-8") as f:
+                for case in tqdm(todo, desc="checks", unit="case"):
+                    check = ewe.check(case["claim"], prompt=case.get("prompt"), context=case.get("context"),
+                                      evidence=case.get("evidence"))
+                    f.write(json.dumps(verdict_line(case, check), ensure_ascii=False) + "\n")
+                    f.flush()
+    except RunError as e:
+        raise SystemExit(f"ewe check: {e}") from None
     return 0
 
 
@@ -180,7 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     k = sub.add_parser("check", help="fact-check a sentence against the datastore with the configured checker")
-    k.add_argument("sentence")
+    k.add_argument("sentence", nargs="?", help="the sentence; omit when using --input")
+    k.add_argument("--input", help='JSONL of cases: {"claim", "evidence": [passage, ...], "prompt"?, "context"?, "id"?}')
+    k.add_argument("--output", help="JSONL of verdicts (each case plus verdict and score), appended; a rerun resumes")
     k.add_argument("--prompt", help="the question the sentence answers (claims may name its subject)")
     k.add_argument("--context", help="text before the sentence (resolves 'she', 'it')")
     k.add_argument("--evidence", action="append", help="check against this passage instead of retrieving (repeatable)")
@@ -194,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_bench_commands
 
     add_bench_commands(sub, _add_model_options, _load_ewe)
+    from .judge.cli import add_judge_commands
+
+    add_judge_commands(sub)
     from .retrieval.cli import add_index_commands
 
     add_index_commands(sub)

@@ -115,13 +115,17 @@ class ControllerConfig(_Section):
 class CheckerConfig(_Section):
     """The fact-checker: claim extraction, evidence from the datastore, a verdict backend."""
 
-    backend: Literal["alignment", "nli", "llm_judge", "http", "ita"] = Field(
-        "alignment", description="alignment: offline default; nli: a local HF NLI checkpoint; "
+    backend: Literal["alignment", "judge", "nli", "llm_judge", "http", "ita"] = Field(
+        "alignment", description="alignment: the offline default (MiniLM + number/name/negation rules); judge: a "
+        "trained judge (ewe judge train; experimental until it beats alignment); nli: a local HF NLI checkpoint; "
         "llm_judge: the generator (or http) as judge; http: an OpenAI-compatible endpoint; "
         "ita: Iterative Tree Analysis over ita_base (sub-claims verified in a tree)"
     )
-    ita_base: Literal["alignment", "nli", "llm_judge", "http"] = Field(
+    ita_base: Literal["alignment", "judge", "nli", "llm_judge", "http"] = Field(
         "alignment", description="ita: the backend that judges each node of the tree")
+    judge: str = Field("minilm-late", description="judge: a shipped judge (minilm-late) or a folder written by "
+                       "`ewe judge train`")
+    judge_threshold: float = Field(0.5, gt=0, lt=1, description="judge: P(supported) above which a claim is supported")
     ita_max_depth: int = Field(2, ge=0, le=5, description="ita: levels of sub-claims below a claim at most")
     ita_max_children: int = Field(3, ge=1, le=10, description="ita: sub-claims per node at most")
     ita_span: Literal["llm", "rules"] = Field(

@@ -31,10 +31,28 @@ def read_prompts(path: Path) -> list[dict]:
     A line is {"prompt": str, "id"?: str|int, "passages"?: [str, ...], ...}; other fields
     are kept and copied to the result line. The id defaults to the line number.
     """
+    def problem(row: dict):
+        if not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
+            return 'needs a non-empty string field "prompt"'
+        passages = row.get("passages", [])
+        if not isinstance(passages, list) or not all(isinstance(x, str) and x.strip() for x in passages):
+            return '"passages" must be a list of non-empty strings'
+        return None
+
+    return read_records(path, problem, "prompts")
+
+
+def read_records(path: Path, problem, what: str) -> list[dict]:
+    """The JSON objects of a JSONL input, each given an id (its "id", else its line number);
+    `problem(row)` names what is wrong with a row, or None. All bad lines are reported at once."""
     if not path.exists():
         raise RunError(f"--input {path}: no such file")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise RunError(f"--input {path}: not UTF-8 text (byte {e.start})") from None
     rows, errors, seen = [], [], set()
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -42,12 +60,9 @@ def read_prompts(path: Path) -> list[dict]:
         except json.JSONDecodeError as e:
             errors.append(f"{path}:{n}: not JSON ({e.msg})")
             continue
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
-            errors.append(f'{path}:{n}: needs a non-empty string field "prompt"')
-            continue
-        passages = row.get("passages", [])
-        if not isinstance(passages, list) or not all(isinstance(x, str) and x.strip() for x in passages):
-            errors.append(f'{path}:{n}: "passages" must be a list of non-empty strings')
+        why = problem(row) if isinstance(row, dict) else "must be a JSON object"
+        if why:
+            errors.append(f"{path}:{n}: {why}")
             continue
         row["id"] = str(row.get("id", n))
         if row["id"] in seen:
@@ -58,7 +73,7 @@ def read_prompts(path: Path) -> list[dict]:
     if errors:
         raise RunError("bad input lines:\n  " + "\n  ".join(errors))
     if not rows:
-        raise RunError(f"--input {path} holds no prompts")
+        raise RunError(f"--input {path} holds no {what}")
     return rows
 
 

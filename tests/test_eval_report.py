@@ -65,10 +65,33 @@ def test_markdown_table_rounds_like_the_paper(runs, tmp_path):
     assert {"ewe", "base"} <= set(rows)
     ewe = [c.strip() for c in rows["ewe"].split("|")[1:-1]]
     assert ewe[:5] == ["ewe", "3", "81.2", "45.7", "**56.8**"]  # best F1 bolded
-    assert ewe[5:] == ["10", "12.3", "9.9", "188", "3.14", "4.3", "1.5", "–", "nli"]  # no refinement: a dash
+    assert ewe[5:] == ["10", "12.3", "9.9", "188", "3.14", "4.3", "1.5", "–", "nli", "-"]  # no refinement: a dash
     base = [c.strip() for c in rows["base"].split("|")[1:-1]]
     assert base[2:5] == ["70.0", "30.0", "43.2"]
     assert "## bios" in md
+
+
+def test_report_names_the_scorer_and_marks_self_graded_rows(runs, tmp_path):
+    summaries, _ = runs
+    summaries[0].update(in_loop_checker="nli+rules", self_graded=True)
+    summaries[1].update(in_loop_checker="-", self_graded=False)
+    md = write_report(summaries, tmp_path / "out", scorer_note="nli: 0.9 on 200 sentences")["results.md"].read_text()
+    assert "Scoring judge: nli: 0.9 on 200 sentences." in md
+    assert "Self-graded (marked *): ewe " in md
+    rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and "---" not in line}
+    assert "ewe *" in rows and "base" in rows and [c.strip() for c in rows["ewe *"].split("|")[1:-1]][-1] == "nli+rules"
+
+
+def test_in_loop_checker_is_known_per_method():
+    from ewe.config import EWEConfig
+    from ewe.eval.scorer import checker_signature, in_loop_checker
+
+    ewe = EWEConfig.from_yaml("configs/ewe.yaml")
+    assert in_loop_checker(ewe) == checker_signature(ewe) == "alignment+rules"
+    assert in_loop_checker(EWEConfig.from_yaml("configs/ra.yaml")) is None
+    assert in_loop_checker(EWEConfig.from_yaml("configs/streaming-vr.yaml")) == "alignment+rules"
+    judged = EWEConfig.build({"checker": {"backend": "ita", "ita_base": "judge"}})
+    assert checker_signature(judged) == "ita(judge:minilm-late)+rules"
 
 
 def test_csv_reads_back_the_raw_numbers(runs, tmp_path):

@@ -106,3 +106,22 @@ def test_a2r_runs_its_rounds_on_the_real_model(ewe):
     assert r.text.strip() and len(r.stats["scores"]) == 1 and r.stats["final_scores"] is not None
     assert all(0.0 <= v <= 1.0 for v in r.stats["scores"][0].values())
     assert [e["kind"] for e in r.trace if e["type"] == "a2r_answer"][0] == "initial"
+
+
+def test_controller_checks_with_the_trained_judge_and_the_embedded_datastore(ewe):
+    """EWE's loop on a real prompt with the configured (trained) judge and the embedded Wikipedia:
+    every completed sentence is checked, and a check shows its verdicts and the evidence read."""
+    from ewe.config import EWEConfig
+    from ewe.verify.types import LABELS
+
+    cfg = EWEConfig.from_yaml("configs/ewe.yaml", **{"decoding.max_new_tokens": 48, "checker.backend": "judge"})
+    r = EWE(ewe.model, ewe.tokenizer, cfg).generate(PROMPT)
+    checks = [e for e in r.trace if e["type"] == "check"]
+    assert checks and r.stats["checks"] == len(checks)
+    for c in checks:
+        assert c["verdict"] in (*LABELS, "not_checkable")
+        for v in c["verdicts"]:
+            assert v["label"] in LABELS and v["error"] is None and 0.0 <= v["score"] <= 1.0
+            assert v["evidence"] and all(e["title"] and e["text"] for e in v["evidence"])
+            assert "P(supported)" in v["rationale"]
+    assert any(v["evidence"][0]["title"] == "Marie Curie" for c in checks for v in c["verdicts"])

@@ -217,10 +217,10 @@ def test_check_sentence_outcome_and_feedback():
     assert set(res.timings) == {"extract", "search", "check", "total"}
     json.dumps(res.to_dict())
     for chatter in ("Hello there!", "Do you want to know more?"):
-        empty = fc.check_sentence(chatter)  # nothing to check: vacuously factual
-        assert empty.claims == [] and empty.factual and not empty.needs_rewrite
+        empty = fc.check_sentence(chatter)  # nothing to check: not checkable, never factual, kept
+        assert empty.claims == [] and not empty.checkable and not empty.factual and not empty.needs_rewrite
     none = FactChecker(Fixed(), extractor=LLMClaimExtractor(lambda p: "No verifiable claim.")).check_sentence("Wow.")
-    assert none.claims == [] and none.factual and not none.needs_rewrite
+    assert none.claims == [] and not none.checkable and not none.factual and not none.needs_rewrite
 
 
 # --- OpenAI-compatible HTTP endpoint on 127.0.0.1 --------------------------------------
@@ -486,3 +486,39 @@ def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
     claims = RuleClaimExtractor().extract("It flows into the sea.", context="The Amazon is a river.",
                                           prompt="Tell me a bio of Albert Einstein.").claims
     assert [c.text for c in claims] == ["The Amazon flows into the sea."]
+
+
+# --- claims: whole propositions only, hedges stripped, nothing from text with no claim ---------
+
+
+@pytest.mark.parametrize("sentence,claims", [
+    ("Reportedly, Marie Curie was born in 1867.", ["Marie Curie was born in 1867."]),
+    ("It is said that she won two Nobel Prizes.", ["Marie Curie won two Nobel Prizes."]),
+    ("According to her biographers, Curie was born in Warsaw and died in 1934.",
+     ["Curie was born in Warsaw.", "Curie died in 1934."]),
+    ("Historians note that Curie was a physicist.", ["Curie was a physicist."]),
+    ("Some say that by most accounts, Curie was a chemist.", ["Curie was a chemist."]),
+    ("Marie Curie was a brilliant.", []),
+    ("She was born in.", []),
+    ("Was Marie Curie a chef?", []),
+    ("玛丽·居里是一位著名的厨师。", []),
+    ("Marie Curie était une physicienne française.", []),
+    ("", []),
+])
+def test_rule_claims_are_whole_propositions(sentence, claims):
+    got = RuleClaimExtractor().extract(sentence, prompt="Tell me a bio of Marie Curie.").claims
+    assert [c.text for c in got] == claims
+
+
+def test_a_sentence_without_claims_is_not_checkable_never_factual():
+    from ewe.verify.types import NOT_CHECKABLE
+
+    class Never:
+        name = "never"
+
+        def check_claims(self, claims, evidence):
+            raise AssertionError("no claim should reach the backend")
+
+    check = FactChecker(Never(), evidence=StaticEvidenceSource(["Paris is in France."])).check_sentence("Qui est-ce ?")
+    assert not check.checkable and not check.factual and not check.needs_rewrite
+    assert check.verdict == NOT_CHECKABLE and check.to_dict()["verdict"] == NOT_CHECKABLE

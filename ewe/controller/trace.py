@@ -46,6 +46,7 @@ def check_event(check) -> dict:
     """A fact-check (verify.SentenceCheck) as the data of a "check" event."""
     return {
         "sentence": check.sentence,
+        "verdict": check.verdict,
         "needs_rewrite": check.needs_rewrite,
         "extractor": check.extractor,
         "extraction_fallback": check.extraction_fallback,

@@ -19,7 +19,7 @@ from ..config import EWEConfig
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
 from .prompts import SUFFIX, load_prompts, write_prompts
-from .scorer import Scorer, apply_scores, score_dataset, summarize
+from .scorer import Scorer, apply_scores, in_loop_checker, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 METHODS = ("bare", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
@@ -91,7 +91,11 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
         for name, rows in runs.items():
             path = out / ds / f"{name}.details.jsonl"
             write_jsonl(path, rows)
-            summaries.append(summarize(rows, name, ds, dataset_k[ds], scorer.checker_name, path))
+            s = summarize(rows, name, ds, dataset_k[ds], scorer.checker_name, path)
+            loop = in_loop_checker(configs[name])
+            s["in_loop_checker"] = loop or "-"
+            s["self_graded"] = loop == scorer.signature
+            summaries.append(s)
 
     sweep_rows = []
     for param, values in (sweeps or {}).items():
@@ -117,9 +121,9 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
                                                                                      "recall", "f1", "n")}})
     from .report import vr_efficiency, write_report
 
-    report = write_report(summaries, out / "report", sweeps=sweep_rows or None)
+    report = write_report(summaries, out / "report", sweeps=sweep_rows or None, scorer_note=scorer.accuracy_note())
     efficiency = {ds: vr_efficiency([s for s in summaries if s["dataset"] == ds]) for ds in prompt_files}
-    result = {"summaries": summaries, "sweeps": sweep_rows, "K": dataset_k,
+    result = {"summaries": summaries, "sweeps": sweep_rows, "K": dataset_k, "scorer": scorer.accuracy_note(),
               "vr_efficiency": {ds: e for ds, e in efficiency.items() if e is not None},
               "report": {k: str(v) for k, v in report.items()}}
     write_json(out / "summary.json", result)
@@ -145,7 +149,8 @@ def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CON
         summaries.append(summarize(rows, name, dataset, K, scorer.checker_name, out / f"{name}.details.jsonl"))
     from .report import write_report
 
-    report = write_report(summaries, out / "report")
-    result = {"summaries": summaries, "K": {dataset: K}, "report": {k: str(v) for k, v in report.items()}}
+    report = write_report(summaries, out / "report", scorer_note=scorer.accuracy_note())
+    result = {"summaries": summaries, "K": {dataset: K}, "scorer": scorer.accuracy_note(),
+              "report": {k: str(v) for k, v in report.items()}}
     write_json(out / "summary.json", result)
     return result

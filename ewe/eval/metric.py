@@ -74,6 +74,7 @@ def check_response(fact_checker, response: str, prompt: str) -> list[dict]:
         context = f"{context} {sentence}".strip()
         sentences.append({
             "text": sentence,
+            "verdict": check.verdict,
             "claims": [
                 {
                     "text": v.claim.text,

@@ -45,8 +45,10 @@ COLUMNS = (
     ("Claims/resp", "claims_per_response", "one"), ("Supported/resp", "supported_per_response", "one"),
     ("Tokens", "tokens", "zero"), ("s/prompt", "seconds_per_prompt", "two"), ("Pauses", "pauses", "one"),
     ("Backtracks", "backtracks", "one"), ("Refine tokens", "refine_tokens", "one"), ("Checker", "checker", "text"),
+    ("In-loop checker", "in_loop_checker", "text"),
 )
-OPTIONAL_KEYS = ("refine_tokens", "vr_method")  # only Streaming-VR / Full-VR runs have them
+# only Streaming-VR / Full-VR runs have refinement counts; only `ewe eval run` knows the methods' own checkers
+OPTIONAL_KEYS = ("refine_tokens", "vr_method", "in_loop_checker", "self_graded")
 _F1_COL = [key for _, key, _ in COLUMNS].index("f1")
 
 
@@ -176,7 +178,9 @@ def _table_rows(summaries: list[dict]) -> list[dict]:
         f1s = [r["f1"] for r in rows if not math.isnan(r["f1"])]
         best = max(f1s) if f1s else None
         tables.append({"dataset": dataset, "rows": [
-            {"cells": [_fmt(r.get(key), kind) for _, key, kind in COLUMNS], "best": r["f1"] == best}
+            {"cells": [_fmt(r.get(key, "-" if kind == "text" else None), kind) for _, key, kind in COLUMNS],
+             "best": r["f1"] == best,
+             "self_graded": bool(r.get("self_graded"))}
             for r in rows]})
     return tables
 
@@ -185,17 +189,25 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _results_md(summaries: list[dict], title: str) -> str:
+def _results_md(summaries: list[dict], title: str, scorer_note: str = "") -> str:
     headers = [h for h, _, _ in COLUMNS]
     lines = [f"# {title}", "",
              "Precision, recall and F1@K in %; claims, tokens, pauses and backtracks are means per response; "
              "the best F1 per dataset is in bold.", ""]
+    if scorer_note:
+        lines += [f"Scoring judge: {scorer_note}.", ""]
+    graded = sorted({s["method"] for s in summaries if s.get("self_graded")})
+    if graded:
+        lines += [f"Self-graded (marked *): {', '.join(graded)} check with the scoring judge itself while they "
+                  "write, so their scores are not independent.", ""]
     for table in _table_rows(summaries):
         lines += [f"## {_md_cell(table['dataset'])}", "",
                   "| " + " | ".join(headers) + " |",
                   "|" + "|".join(":---" if i == 0 or h == "Checker" else "---:" for i, h in enumerate(headers)) + "|"]
         for row in table["rows"]:
             cells = [_md_cell(c) for c in row["cells"]]
+            if row.get("self_graded"):
+                cells[0] += " *"
             if row["best"]:
                 cells[_F1_COL] = f"**{cells[_F1_COL]}**"
             lines.append("| " + " | ".join(cells) + " |")
@@ -448,7 +460,7 @@ def _index_html(title: str, summaries: list[dict], runs: list[tuple[dict, list[d
 
 
 def write_report(summaries: list[dict], out_dir, sweeps: list[dict] | None = None, audit_size: int = 50,
-                 seed: int = 0, title: str = "ewe evaluation") -> dict[str, Path]:
+                 seed: int = 0, title: str = "ewe evaluation", scorer_note: str = "") -> dict[str, Path]:
     """Write the tables, plots, HTML page and claim audit for scored runs into out_dir.
 
     Checks all input (summaries, every details file, sweeps) before writing anything.
@@ -463,7 +475,7 @@ def write_report(summaries: list[dict], out_dir, sweeps: list[dict] | None = Non
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files = {"results.md": _results_md(summaries, title), "results.csv": _results_csv(summaries),
+    files = {"results.md": _results_md(summaries, title, scorer_note), "results.csv": _results_csv(summaries),
              "f1_by_method.png": _bar_chart(summaries)}
     plots = {"f1_by_method.png": "F1@K by method, per dataset"}
     for name, points in _sweep_files(sweeps).items():

@@ -31,8 +31,28 @@ class Scorer:
 
     @property
     def checker_name(self) -> str:
+        cfg = self.ewe.config
+        return (f"{checker_signature(cfg)} (k={cfg.checker.evidence_k}"
+                f"{', article' if self.use_articles else ''})")
+
+    @property
+    def signature(self) -> str:
+        return checker_signature(self.ewe.config)
+
+    def accuracy_note(self) -> str:
+        """The scoring judge's balanced accuracy on the hand-labelled generated sentences, as its
+        manifest records it (`ewe judge eval --record`), or why there is none."""
         cfg = self.ewe.config.checker
-        return f"{cfg.backend}+{cfg.extractor} (k={cfg.evidence_k}{', article' if self.use_articles else ''})"
+        if cfg.backend != "judge":
+            return f"{cfg.backend}: no balanced accuracy on the hand-labelled generated sentences recorded"
+        from ..judge.checker import resolve
+
+        manifest = json.loads((resolve(cfg.judge) / "manifest.json").read_text(encoding="utf-8"))
+        rec = manifest.get("hand_labelled")
+        if not rec:
+            return f"judge {cfg.judge}: not yet measured on the hand-labelled set (`ewe judge eval --record`)"
+        return (f"judge {cfg.judge}: balanced accuracy {rec['balanced_accuracy']:.3f} on {rec['n']} hand-labelled "
+                f"generated sentences ({rec['set']})")
 
     def _checker_for(self, topic: str | None) -> FactChecker:
         base = self.ewe.fact_checker()
@@ -87,6 +107,21 @@ def apply_scores(details: list[dict], K: int) -> list[dict]:
         s = score(d["n_claims"], d["n_supported"], K)
         d.update(K=K, precision=s.precision, recall=s.recall, f1=s.f1)
     return details
+
+
+def checker_signature(cfg) -> str:
+    """What judges a configuration's claims: the backend (the judge's name), and the extractor."""
+    c = cfg.checker
+    base = c.ita_base if c.backend == "ita" else c.backend
+    judge = f"judge:{c.judge}" if base == "judge" else base
+    return f"{f'ita({judge})' if c.backend == 'ita' else judge}+{c.extractor}"
+
+
+def in_loop_checker(cfg) -> str | None:
+    """The checker a method consults while it writes (None for methods that check nothing)."""
+    checks = cfg.method in ("streaming-vr", "full-vr", "a2r") or (
+        cfg.method == "ewe" and cfg.controller.verify_trigger != "never")
+    return checker_signature(cfg) if checks else None
 
 
 def summarize(details: list[dict], method: str, dataset: str, K: int, checker: str, details_path: Path) -> dict:

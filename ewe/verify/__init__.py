@@ -6,7 +6,7 @@
     claims.py        RuleClaimExtractor (clause splitter), LLMClaimExtractor (VeriScore-style)
     prompts.py       extraction / verification prompts and their parsers
     embedding.py     MiniLM encoder, EmbeddingEvidenceSource, StaticEvidenceSource
-    alignment.py     AlignmentChecker: the offline default backend
+    alignment.py     AlignmentChecker: the offline default backend (ewe.judge: the trained judge, experimental)
     nli.py           NLIChecker: any local HF sequence-classification NLI checkpoint
     llm_judge.py     LLMJudgeChecker: any llm(prompt) -> str
     openai_http.py   OpenAIChatLLM / http_judge: OpenAI-compatible endpoint over urllib
@@ -32,7 +32,8 @@ from .types import (
 
 
 def default_fact_checker(evidence: EvidenceSource | None = None, k: int = 3) -> FactChecker:
-    """Rule claim splitter + AlignmentChecker: runs offline on a CPU."""
+    """Rule claim splitter + AlignmentChecker: runs offline on a CPU. (The trained judge,
+    ewe.judge, is not the default until it beats this on generated sentences.)"""
     return FactChecker(AlignmentChecker(), evidence=evidence, k=k)
 
 

@@ -184,9 +184,10 @@ class RuleClaimExtractor:
         for a, b in sentence_spans(sentence) or ((0, len(sentence)),):
             if not _claim_like(sentence[a:b]):
                 continue
-            new, last_subject = self._split_one(sentence[a:b], last_subject, person)
+            new, last_subject = self._split_one(strip_hedges(sentence[a:b]), last_subject, person)
             for text in new:
-                claims.append(_claim(text, sentence))
+                if not is_fragment(text):
+                    claims.append(_claim(text, sentence))
         return Extraction(claims=[c for c in claims if c.text], extractor=self.name)
 
     def _context_subject(self, context: Optional[str]) -> Optional[str]:
@@ -273,9 +274,75 @@ class RuleClaimExtractor:
 
 
 def _claim_like(sentence: str) -> bool:
-    """Questions and fragments of fewer than three words state nothing to check."""
+    """Questions, fragments of fewer than three words and text not in English state nothing
+    this checker can check."""
     s = sentence.strip()
-    return not s.endswith("?") and len(_WORD.findall(s)) >= 3
+    return not s.endswith("?") and len(_WORD.findall(s)) >= 3 and is_english(s)
+
+
+_HEDGE = re.compile(
+    r"^\s*(?:"
+    r"(?:reportedly|allegedly|apparently|reputedly|supposedly|purportedly|notably|interestingly|famously|"
+    r"historically|indeed|in fact|of course|it seems|by (?:most|many|all|some) accounts|in short|overall)\s*,\s*"
+    r"|according to [^,]{1,80},\s*"
+    r"|it (?:is|was|has been|had been|'s) (?:widely |commonly |often |generally |also )?"
+    r"(?:said|believed|reported|thought|claimed|known|rumou?red|alleged|noted|argued|suggested|understood)\s+that\s+"
+    r"|(?:some|many|most|several|historians|scholars|experts|sources|critics|biographers|researchers|people|"
+    r"records|accounts|reports)(?: \w+)? (?:say|said|believe|believed|note|noted|claim|claimed|report|reported|"
+    r"suggest|suggested|argue|argued|agree|agreed|state|stated|show|showed)\s+that\s+"
+    r")",
+    re.IGNORECASE,
+)
+
+
+def strip_hedges(sentence: str) -> str:
+    """The proposition under hedges and attributions: "Reportedly, X was born in 1867." ->
+    "X was born in 1867." (a claim is checked for what it asserts, not for who says it)."""
+    out = sentence
+    while True:
+        m = _HEDGE.match(out)
+        if not m or m.end() >= len(out):
+            return out
+        rest = out[m.end():]
+        out = rest[:1].upper() + rest[1:]
+
+
+_DANGLING = {
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "from", "by", "with", "and", "or", "but", "as",
+    "his", "her", "its", "their", "is", "was", "are", "were", "be", "been", "has", "have", "had", "that", "which",
+    "who", "very", "most", "more", "than",
+}
+_ADJECTIVE_END = re.compile(r"(?:ant|ent|ful|ous|ive|ic|able|ible|ish|less|ary|est|er)$")
+
+
+def is_fragment(claim: str) -> bool:
+    """A clause that stops before its proposition ends: a dangling function word ("was born
+    in.") or an article with an adjective and no noun ("was a brilliant.")."""
+    ws = re.findall(r"\w[\w'’-]*", claim)
+    if len(ws) < 3:
+        return True
+    last, prev = ws[-1], ws[-2].lower()
+    if last.lower() in _DANGLING:
+        return True
+    return prev in ("a", "an", "the", "very") and last[:1].islower() and bool(_ADJECTIVE_END.search(last.lower()))
+
+
+_ENGLISH = frozenset(
+    """the a an of in on at to for from by with and or is was are were be been has have had it its he she they
+    his her their this that which who as not also first after before during into than one""".split()
+)
+
+
+def is_english(text: str) -> bool:
+    """Mostly Latin letters and, past three words, at least one common English word."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return False
+    latin = sum(ch.isascii() or "\u00c0" <= ch <= "\u024f" for ch in letters)
+    if latin / len(letters) < 0.7:
+        return False
+    ws = [w.lower() for w in _WORD.findall(text)]
+    return len(ws) <= 3 or any(w in _ENGLISH for w in ws)
 
 
 def _claim(text: str, source: str) -> Claim:

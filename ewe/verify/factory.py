@@ -30,6 +30,10 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
         return generator_llm
 
     def judge(name: str):
+        if name == "judge":
+            from ..judge.checker import JudgeChecker
+
+            return JudgeChecker(cfg.judge, threshold=cfg.judge_threshold)
         if name == "alignment":
             return AlignmentChecker(encoder=Encoder(device=device))
         if name == "nli":

@@ -14,6 +14,7 @@ SUPPORTED: Label = "supported"
 UNSUPPORTED: Label = "unsupported"
 NOT_ENOUGH_EVIDENCE: Label = "not_enough_evidence"
 LABELS: tuple[Label, ...] = (SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE)
+NOT_CHECKABLE = "not_checkable"  # a sentence's verdict when it holds no checkable claim
 
 
 @dataclass
@@ -90,10 +91,11 @@ def failed_verdicts(claims, backend: str, error: str, evidence_per_claim=None) -
 class SentenceCheck:
     """The outcome of fact-checking one generated sentence.
 
-    `factual` is the paper's rule: every extracted claim is supported (vacuously true
-    with no claims). `needs_rewrite` is what a controller should act on: some claim was
-    judged not supported by a backend that did not fail. A sentence whose check failed
-    (`errors`) is kept, never removed on the strength of a failure.
+    `factual` is the paper's rule: every extracted claim is supported, and there is at
+    least one (a sentence with no checkable claim, such as a question or text in another
+    language, is `checkable == False`, never factual). `needs_rewrite` is what a controller
+    should act on: some claim was judged not supported by a backend that did not fail. A
+    sentence whose check failed (`errors`) is kept, never removed on the strength of a failure.
     """
 
     sentence: str
@@ -104,8 +106,24 @@ class SentenceCheck:
     timings: dict[str, float] = field(default_factory=dict)  # seconds: extract, search, check, total
 
     @property
+    def checkable(self) -> bool:
+        return bool(self.claims)
+
+    @property
     def factual(self) -> bool:
-        return all(v.supported for v in self.verdicts)
+        return self.checkable and bool(self.verdicts) and all(v.supported for v in self.verdicts)
+
+    @property
+    def verdict(self) -> str:
+        """One word for the sentence: supported, unsupported, not_enough_evidence (some claim
+        unsupported by nothing contradicting it), not_checkable, or error."""
+        if not self.checkable:
+            return NOT_CHECKABLE
+        if self.errors:
+            return "error"
+        if self.factual:
+            return SUPPORTED
+        return UNSUPPORTED if any(v.label == UNSUPPORTED for v in self.verdicts) else NOT_ENOUGH_EVIDENCE
 
     @property
     def errors(self) -> list[str]:
@@ -141,5 +159,6 @@ class SentenceCheck:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d.update(factual=self.factual, needs_rewrite=self.needs_rewrite)
+        d.update(factual=self.factual, needs_rewrite=self.needs_rewrite, checkable=self.checkable,
+                 verdict=self.verdict)
         return d

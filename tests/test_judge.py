@@ -1,0 +1,361 @@
+"""The trained judge: its data, its network, its training and its place as a checker backend.
+
+Mechanism tests use a tiny random BERT (same tokenizer as MiniLM) and run in seconds; the
+tests marked slow load the shipped judge.
+"""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from ewe.judge import data as D
+from ewe.judge.checker import JudgeChecker, windows
+from ewe.judge.model import LABELS, JudgeModel, JudgeSpec, load_tokenizer
+from ewe.judge.train import TrainConfig, train
+from ewe.verify import FactChecker
+from ewe.verify.types import NOT_ENOUGH_EVIDENCE, NOT_CHECKABLE, SUPPORTED, UNSUPPORTED, Claim, Evidence
+
+ARTICLES = {
+    "Ada Lovelace": ("English mathematician (1815–1852)", "People",
+                     "Augusta Ada King, Countess of Lovelace was an English mathematician and writer. She is chiefly "
+                     "known for her work on Charles Babbage's proposed mechanical general-purpose computer, the "
+                     "Analytical Engine. She was the first to recognise that the machine had applications beyond pure "
+                     "calculation. Lovelace died of uterine cancer in London in 1852."),
+    "Alan Turing": ("English computer scientist (1912–1954)", "People",
+                    "Alan Mathison Turing was an English mathematician, computer scientist and logician. He was "
+                    "highly influential in the development of theoretical computer science. During the Second World "
+                    "War, Turing worked for the Government Code and Cypher School at Bletchley Park in Buckinghamshire. "
+                    "He led Hut 8, the section responsible for German naval cryptanalysis."),
+    "Grace Hopper": ("American computer scientist (1906–1992)", "People",
+                     "Grace Brewster Hopper was an American computer scientist and United States Navy rear admiral. "
+                     "She was one of the first programmers of the Harvard Mark I computer in 1944. She invented one of "
+                     "the first linkers and popularized the idea of machine-independent programming languages."),
+    "Danube": ("River in Central and Eastern Europe", "Geography",
+               "The Danube is the second-longest river in Europe, after the Volga in Russia. It flows through much "
+               "of Central and Southeastern Europe, from the Black Forest into the Black Sea. The river was once a "
+               "long-standing frontier of the Roman Empire. It passes through Vienna, Bratislava, Budapest and "
+               "Belgrade, four capital cities."),
+    "Lake Baikal": ("Rift lake in Siberia, Russia", "Geography",
+                    "Lake Baikal is a rift lake in Russia. It is situated in southern Siberia, between Irkutsk Oblast to "
+                    "the northwest and the Republic of Buryatia to the southeast. With 23,615.39 km3 of fresh water, it "
+                    "is the largest freshwater lake by volume in the world. It is the world's deepest lake, with a "
+                    "maximum depth of 1,642 m."),
+}
+
+
+def summaries():
+    return {t: {"title": t, "description": d, "topic": top, "extract": x} for t, (d, top, x) in ARTICLES.items()}
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return D.build(summaries(), seed=0)
+
+
+def test_held_out_split_is_by_article_and_stable(examples):
+    assert D.is_held_out("Marie Curie") == D.is_held_out("Marie Curie")
+    share = sum(D.is_held_out(f"title {i}") for i in range(5000)) / 5000
+    assert 0.17 < share < 0.23
+    for ex in examples:
+        assert ex.split == ("test" if D.is_held_out(ex.title) else "train")
+
+
+def test_examples_have_every_label_and_contrast(examples):
+    assert {e.label for e in examples} == set(LABELS)
+    for e in examples:
+        assert D.is_proposition(e.claim) or e.kind in ("number", "name", "antonym", "negation", "role", "moved",
+                                                        "foreign", "added-place", "added-date", "added-qualifier")
+        if e.kind == "removed-sentence":
+            assert e.source and e.source not in e.evidence  # the one sentence stating it is gone
+        if e.label == UNSUPPORTED:
+            # every alteration has a supported original against the same evidence, except the role swap
+            assert e.kind == "role" or any(o.label == SUPPORTED and o.evidence == e.evidence and o.source == e.source
+                                           for o in examples)
+    b = D.Builder(D.load_articles(summaries()), seed=0)
+    ada = next(a for a in b.by_topic["People"] if a.title == "Ada Lovelace")
+    stated = {c for c, kind, _ in b.supported(ada) if kind in ("life", "description")}
+    assert {"Ada Lovelace was born in 1815.", "Ada Lovelace died in 1852.",
+            "Ada Lovelace was an English mathematician."} <= stated
+
+
+def test_alterations_change_what_they_say():
+    b = D.Builder(D.load_articles(summaries()), seed=1)
+    art = next(a for a in b.by_topic["People"] if a.title == "Grace Hopper")
+    claim = "Grace Hopper was one of the first programmers of the Harvard Mark I computer in 1944."
+    seen = set()
+    for _ in range(40):
+        alt = b.unsupported(art, claim)
+        assert alt is not None and alt[0] != claim
+        text, kind, edit = alt
+        assert text[:edit] == claim[:edit]  # the edit offset is where the claim stops following the passage
+        seen.add(kind)
+    assert {"number", "name"} <= seen
+
+
+def test_prefix_labels_follow_the_edit(examples):
+    rows = D.prefixes(examples, seed=0, per_claim=3)
+    by_id = {e.id: e for e in examples}
+    assert rows
+    for r in rows:
+        ex = by_id[r["id"].rsplit("-p", 1)[0]]
+        assert ex.claim.startswith(r["prefix"])
+        cut = len(r["prefix"])
+        entailed = ex.label == SUPPORTED or (ex.edit_start is not None and cut <= ex.edit_start)
+        assert r["label"] == ("entailed" if entailed else "not_entailed")
+
+
+def test_write_and_read_round_trip(tmp_path, examples):
+    manifest = D.write(examples, tmp_path, seed=0, prefix_rows=D.prefixes(examples))
+    back = D.read(tmp_path / "train.jsonl") + D.read(tmp_path / "test.jsonl")
+    assert sorted(r["id"] for r in back) == sorted(e.id for e in examples)
+    assert manifest["files"]["train.jsonl"]["rows"] + manifest["files"]["test.jsonl"]["rows"] == len(examples)
+    titles = {s: {r["title"] for r in D.read(tmp_path / f"{s}.jsonl")} for s in ("train", "test")}
+    assert not titles["train"] & titles["test"]
+
+
+# --- the network ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=512)
+    path = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(cfg, add_pooling_layer=False).save_pretrained(path)
+    return path
+
+
+def _batch(texts, n):
+    enc = load_tokenizer()(texts, truncation=True, max_length=n, padding=True, return_tensors="pt")
+    return enc["input_ids"], enc["attention_mask"]
+
+
+@pytest.mark.parametrize("split", [0, 2])
+def test_padding_does_not_change_a_rows_logits(tiny_base, split):
+    model = JudgeModel(JudgeSpec(split=split, trained_layers=1), tiny_base).eval()
+    claims = ["Lake Baikal is deep.", "The Danube flows from the Black Forest into the Black Sea in Europe."]
+    passages = ["Lake Baikal: It is the deepest lake, with a depth of 1,642 m.", "Danube: a river."]
+    ci, cm = _batch(claims, 64)
+    pi, pm = _batch(passages, 96)
+    with torch.no_grad():
+        both = model(ci, cm, pi, pm)
+        for i in range(2):
+            ci1, cm1 = _batch(claims[i:i + 1], 64)
+            pi1, pm1 = _batch(passages[i:i + 1], 96)
+            assert torch.allclose(model(ci1, cm1, pi1, pm1)[0], both[i], atol=1e-5)
+
+
+def test_late_interaction_reuses_lower_states(tiny_base):
+    model = JudgeModel(JudgeSpec(split=2, trained_layers=1), tiny_base).eval()
+    ci, cm = _batch(["A claim about a lake."], 64)
+    pi, pm = _batch(["A passage about a lake."], 96)
+    with torch.no_grad():
+        direct = model(ci, cm, pi, pm)
+        cached = model.upper(model.lower(ci, cm, 0), cm, model.lower(pi, pm, 1), pm)
+    assert torch.equal(direct, cached)
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == \
+        {n for n, _ in model.named_parameters() if n.startswith(("bert.encoder.layer.2.", "head."))}
+
+
+def test_trained_state_round_trip(tiny_base):
+    a = JudgeModel(JudgeSpec(split=1, trained_layers=2), tiny_base)
+    b = JudgeModel(JudgeSpec(split=1, trained_layers=2), tiny_base)
+    with torch.no_grad():
+        for p in a.trainable_parameters():
+            p.add_(torch.randn_like(p))
+    b.load_trained_state(a.trained_state())
+    assert all(torch.equal(a.trained_state()[k], v) for k, v in b.trained_state().items())
+    assert set(a.trained_state()) == {k for k in a.trained_state() if k.startswith(("head.", "layer.1.", "layer.2."))}
+
+
+def test_bad_split_is_an_error(tiny_base):
+    with pytest.raises(ValueError, match="split=3"):
+        JudgeModel(JudgeSpec(split=3), tiny_base)
+    with pytest.raises(ValueError, match="trained_layers=3"):
+        JudgeModel(JudgeSpec(split=1, trained_layers=3), tiny_base)
+
+
+# --- training -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, examples):
+    path = tmp_path_factory.mktemp("judge-data")
+    rows = list(examples)
+    for e in rows[: len(rows) // 3]:
+        e.split = "test"  # enough held-out rows for a tiny run, whatever the hash says
+    D.write(rows, path, seed=0)
+    return path
+
+
+def _cfg(**kw):
+    return TrainConfig(spec=JudgeSpec(split=2, trained_layers=1), epochs=2, batch_size=8, checkpoint_every=3,
+                       threads=1, **kw)
+
+
+def test_training_is_deterministic(tmp_path, tiny_base, data_dir):
+    m1 = train(data_dir, tmp_path / "a", _cfg(), progress=False, base_path=tiny_base)
+    m2 = train(data_dir, tmp_path / "b", _cfg(), progress=False, base_path=tiny_base)
+    assert (tmp_path / "a" / "judge.safetensors").read_bytes() == (tmp_path / "b" / "judge.safetensors").read_bytes()
+    assert m1["weights_sha256"] == m2["weights_sha256"] and m1["held_out"] == m2["held_out"]
+    m3 = train(data_dir, tmp_path / "c", _cfg(seed=1), progress=False, base_path=tiny_base)
+    assert m3["weights_sha256"] != m1["weights_sha256"]
+
+
+def test_training_resumes_to_the_same_weights(tmp_path, tiny_base, data_dir):
+    whole = train(data_dir, tmp_path / "whole", _cfg(), progress=False, base_path=tiny_base)
+
+    class Stop(Exception):
+        pass
+
+    def stop_at(step):
+        if step == 6:  # a checkpoint step (every 3)
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(data_dir, tmp_path / "cut", _cfg(), progress=False, base_path=tiny_base, on_step=stop_at)
+    assert json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["step"] == 6
+    resumed = train(data_dir, tmp_path / "cut", _cfg(), progress=False, base_path=tiny_base)
+    assert resumed["weights_sha256"] == whole["weights_sha256"]
+
+
+def test_missing_data_names_the_command(tmp_path, tiny_base):
+    with pytest.raises(FileNotFoundError, match="ewe judge data"):
+        train(tmp_path, tmp_path / "out", _cfg(), progress=False, base_path=tiny_base)
+
+
+# --- the checker ----------------------------------------------------------------------------
+
+
+def test_windows_fit_and_keep_the_title_line():
+    tok = load_tokenizer()
+    passage = "Lake Baikal (Rift lake in Siberia, Russia): " + " ".join(
+        f"Sentence number {i} says something about the lake and its water." for i in range(20))
+    ws = windows(passage, tok, 48)
+    assert len(ws) > 1
+    for w in ws:
+        assert w.startswith("Lake Baikal (Rift lake in Siberia, Russia): ")
+        assert len(tok.tokenize(w)) <= 46
+    assert windows("Short: one sentence.", tok, 48) == ["Short: one sentence."]
+
+
+class _FakeJudge:
+    """P(supported, unsupported, nee) by a rule on the claim text, one row per window."""
+
+    spec = JudgeSpec()
+
+    def windows(self, passage):
+        return [passage]
+
+    def probabilities(self, claims, passages):
+        table = {"yes": [0.9, 0.05, 0.05], "no": [0.1, 0.8, 0.1], "maybe": [0.3, 0.2, 0.5]}
+        return torch.tensor([table[c.split()[0]] if p.startswith("right") else [0.05, 0.05, 0.9]
+                             for c, p in zip(claims, passages)])
+
+
+def test_checker_aggregates_over_passages():
+    ck = JudgeChecker(_FakeJudge())
+    claims = [Claim("yes it is."), Claim("no it is."), Claim("maybe it is."), Claim("yes again.")]
+    ev = [Evidence("unrelated passage"), Evidence("right passage")]
+    vs = ck.check_claims(claims, [ev, ev, ev, [Evidence("unrelated")]])
+    assert [v.label for v in vs] == [SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE, NOT_ENOUGH_EVIDENCE]
+    assert vs[0].evidence[0].text == "right passage" and vs[1].evidence[0].text == "right passage"
+    assert vs[0].score == pytest.approx(0.9) and vs[3].score == pytest.approx(0.05)
+    assert ck.check_claims([Claim("yes.")], [[]])[0].label == NOT_ENOUGH_EVIDENCE
+
+
+# --- the shipped judge ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shipped():
+    from ewe.judge.checker import shipped_judge
+
+    return FactChecker(JudgeChecker(shipped_judge()))
+
+
+@pytest.mark.slow
+def test_the_shipped_judge_loads_and_judges(shipped):
+    from ewe.wiki import passage
+
+    check = shipped.check_sentence("Marie Curie won the 1911 Nobel Prize in Chemistry.", evidence=[passage("Marie Curie")])
+    (v,) = check.verdicts
+    assert v.error is None and v.backend == "judge:minilm-late" and 0.0 <= v.score <= 1.0
+    assert v.details["per_passage"] and abs(sum(v.details["per_passage"][0]) - 1.0) < 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sentence", ["Marie Curie was a brilliant.", "玛丽·居里是一位著名的厨师。",
+                                      "Who was Marie Curie?", ""])
+def test_no_claim_is_not_checkable(shipped, sentence):
+    from ewe.wiki import passage
+
+    check = shipped.check_sentence(sentence, evidence=[passage("Marie Curie")])
+    assert not check.checkable and check.verdict == NOT_CHECKABLE and not check.factual and not check.needs_rewrite
+
+
+# --- `ewe check --input` --------------------------------------------------------------------
+
+
+class _FakeEWE:
+    def __init__(self):
+        self.calls = []
+
+    def check(self, sentence, prompt=None, context=None, evidence=None):
+        from ewe.verify.types import SentenceCheck, Verdict
+
+        self.calls.append((sentence, prompt, context, evidence))
+        claim = Claim(sentence)
+        label = SUPPORTED if "true" in sentence else UNSUPPORTED
+        return SentenceCheck(sentence, [claim], [Verdict(claim, label, 0.9 if label == SUPPORTED else 0.1,
+                                                         [Evidence(e) for e in evidence or []], "fake")])
+
+
+def test_check_batch_writes_a_verdict_per_case_and_resumes(tmp_path, monkeypatch):
+    from ewe import cli
+
+    fake = _FakeEWE()
+    monkeypatch.setattr(cli, "_load_ewe", lambda args: fake)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n".join(json.dumps(c) for c in [
+        {"id": "a", "claim": "This is true.", "evidence": ["p1"], "prompt": "q"},
+        {"claim": "This is false.", "evidence": ["p2", "p3"], "context": "before"},
+    ]) + "\n")
+    out = tmp_path / "verdicts.jsonl"
+    assert cli.main(["check", "--input", str(cases), "--output", str(out)]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(r["id"], r["verdict"], r["score"]) for r in rows] == [("a", SUPPORTED, 0.9), ("2", UNSUPPORTED, 0.1)]
+    assert rows[0]["prompt"] == "q" and rows[1]["claims"][0]["label"] == UNSUPPORTED
+    assert fake.calls[1] == ("This is false.", None, "before", ["p2", "p3"])
+    assert cli.main(["check", "--input", str(cases), "--output", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 2 and len(fake.calls) == 2  # nothing checked twice
+
+
+@pytest.mark.parametrize("line,why", [
+    ('{"evidence": ["p"]}', 'non-empty string field "claim"'),
+    ('{"claim": "x", "evidence": "p"}', '"evidence" must be a non-empty list'),
+    ('{"claim": "x", "evidence": []}', '"evidence" must be a non-empty list'),
+    ('{"claim": "x", "prompt": 3}', '"prompt" must be a string'),
+    ("not json", "not JSON"),
+])
+def test_check_batch_rejects_bad_cases_by_line(tmp_path, line, why):
+    from ewe.checks import read_cases
+    from ewe.runner import RunError
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"claim": "fine."}\n' + line + "\n")
+    with pytest.raises(RunError, match=f"cases.jsonl:2: .*{why}" if why != "not JSON" else "cases.jsonl:2: not JSON"):
+        read_cases(cases)
+
+
+def test_check_batch_refuses_writing_into_its_input(tmp_path, capsys):
+    from ewe import cli
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"claim": "fine."}\n')
+    with pytest.raises(SystemExit, match="is the --input file"):
+        cli.main(["check", "--input", str(cases), "--output", str(cases)])
+    assert cases.read_text() == '{"claim": "fine."}\n'
