@@ -97,7 +97,7 @@ def main(argv=None) -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N items only (0: all)")
     ap.add_argument("--tune", action="store_true", help="grid-search thresholds on --split (use tune)")
     ap.add_argument("--json", help="write the summary here")
-    ap.add_argument("--judge", default="minilm-late", help="with --backend judge: a shipped judge or a trained folder")
+    ap.add_argument("--judge", default="minilm-cross", help="with --backend judge: a shipped judge or a trained folder")
     ap.add_argument("--backend", default="alignment", choices=["alignment", "ita", "judge"],
                     help="ita: Iterative Tree Analysis over the alignment checker, sub-claims split by rules "
                          "(deterministic and offline; with gold evidence sub-claims use the item's evidence)")

@@ -4,7 +4,7 @@ The examples are `ewe judge data`'s test split (articles never trained on), each
 checked against its passage as the controller would check it (the whole passage as one
 evidence; the judge cuts it into windows itself). Every backend sees the same seeded sample.
 
-    python benchmarks/judge_heldout.py --data data/judge --n 1000 --backend alignment --backend minilm-late
+    python benchmarks/judge_heldout.py --data data/judge --n 1000 --backend alignment --backend minilm-cross
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def main(argv=None) -> None:
     ap.add_argument("--data", required=True, help="a folder written by `ewe judge data`")
     ap.add_argument("--n", type=int, default=1000, help="held-out examples drawn (seeded)")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--backend", action="append", help="alignment | minilm-late | a judge folder")
+    ap.add_argument("--backend", action="append", help="alignment | minilm-cross | a judge folder")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", help="write the reports here")
     args = ap.parse_args(argv)
@@ -49,7 +49,7 @@ def main(argv=None) -> None:
     rows = read(Path(args.data) / "test.jsonl")
     rows = random.Random(args.seed).sample(rows, min(args.n, len(rows)))
     out = {}
-    for name in args.backend or ["alignment", "minilm-late"]:
+    for name in args.backend or ["alignment", "minilm-cross"]:
         ck = backend(name)
         t = time.perf_counter()
         verdicts = []

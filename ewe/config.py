@@ -123,7 +123,7 @@ class CheckerConfig(_Section):
     )
     ita_base: Literal["alignment", "judge", "nli", "llm_judge", "http"] = Field(
         "alignment", description="ita: the backend that judges each node of the tree")
-    judge: str = Field("minilm-late", description="judge: a shipped judge (minilm-late) or a folder written by "
+    judge: str = Field("minilm-cross", description="judge: a shipped judge (minilm-cross) or a folder written by "
                        "`ewe judge train`")
     judge_threshold: float = Field(0.5, gt=0, lt=1, description="judge: P(supported) above which a claim is supported")
     ita_max_depth: int = Field(2, ge=0, le=5, description="ita: levels of sub-claims below a claim at most")

@@ -91,7 +91,7 @@ def test_in_loop_checker_is_known_per_method():
     assert in_loop_checker(EWEConfig.from_yaml("configs/ra.yaml")) is None
     assert in_loop_checker(EWEConfig.from_yaml("configs/streaming-vr.yaml")) == "alignment+rules"
     judged = EWEConfig.build({"checker": {"backend": "ita", "ita_base": "judge"}})
-    assert checker_signature(judged) == "ita(judge:minilm-late)+rules"
+    assert checker_signature(judged) == "ita(judge:minilm-cross)+rules"
 
 
 def test_csv_reads_back_the_raw_numbers(runs, tmp_path):

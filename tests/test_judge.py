@@ -277,13 +277,30 @@ def shipped():
     return FactChecker(JudgeChecker(shipped_judge()))
 
 
+CURIE_CASES = [  # the issue's table: what a user tried, and the right answer
+    ("Marie Curie was a famous chef.", False),
+    ("Marie Curie was the first man to win a Nobel Prize.", False),
+    ("Reportedly, Marie Curie was born in 1867.", True),
+    ("Marie Curie died in 1934.", True),  # the evidence says "(1867–1934)"
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sentence,supported", CURIE_CASES)
+def test_the_issue_table_is_decided_right(shipped, sentence, supported):
+    from ewe.wiki import passage
+
+    check = shipped.check_sentence(sentence, prompt="Tell me a bio of Marie Curie.", evidence=[passage("Marie Curie")])
+    assert check.checkable and check.factual == supported, check.to_dict()
+
+
 @pytest.mark.slow
 def test_the_shipped_judge_loads_and_judges(shipped):
     from ewe.wiki import passage
 
     check = shipped.check_sentence("Marie Curie won the 1911 Nobel Prize in Chemistry.", evidence=[passage("Marie Curie")])
     (v,) = check.verdicts
-    assert v.error is None and v.backend == "judge:minilm-late" and 0.0 <= v.score <= 1.0
+    assert v.error is None and v.backend == "judge:minilm-cross" and 0.0 <= v.score <= 1.0
     assert v.details["per_passage"] and abs(sum(v.details["per_passage"][0]) - 1.0) < 0.01
 
 

@@ -499,10 +499,16 @@ def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
     ("Historians note that Curie was a physicist.", ["Curie was a physicist."]),
     ("Some say that by most accounts, Curie was a chemist.", ["Curie was a chemist."]),
     ("Marie Curie was a brilliant.", []),
+    ("She was a famous.", []),
+    ("She was a teacher.", ["Marie Curie was a teacher."]),
+    ("She was a student and later a merchant.", ["Marie Curie was a student and later a merchant."]),
+    ("Pierre Curie was the president.", ["Pierre Curie was the president."]),
     ("She was born in.", []),
     ("Was Marie Curie a chef?", []),
     ("玛丽·居里是一位著名的厨师。", []),
     ("Marie Curie était une physicienne française.", []),
+    ("Marie Curie war eine polnische Physikerin und Chemikerin.", []),
+    ("Paris hosts museums, galleries, theatres.", ["Paris hosts museums, galleries, theatres."]),
     ("", []),
 ])
 def test_rule_claims_are_whole_propositions(sentence, claims):

@@ -78,4 +78,4 @@ def run_judge_bench(args, load_ewe) -> int:
 def add_bench_arguments(p) -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--tokens", type=int, default=32, help="tokens generated to time a decode step")
-    p.add_argument("--judge", default="minilm-late", help="a shipped judge (minilm-late) or a trained folder")
+    p.add_argument("--judge", default="minilm-cross", help="a shipped judge (minilm-cross) or a trained folder")

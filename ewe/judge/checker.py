@@ -24,7 +24,7 @@ from ..verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED, Claim, E
 from .model import LABELS, JudgeModel, JudgeSpec, base_fingerprint, load_tokenizer
 
 SHIPPED = Path(__file__).parent / "weights"
-SHIPPED_JUDGES = ("minilm-late",)  # folders under SHIPPED (docs/JUDGE.md)
+SHIPPED_JUDGES = ("minilm-cross",)  # folders under SHIPPED (docs/JUDGE.md)
 logger = logging.getLogger(__name__)
 
 
@@ -35,7 +35,7 @@ class JudgeError(RuntimeError):
 class Judge:
     """A trained judge loaded from a folder with `judge.safetensors` and `manifest.json`."""
 
-    def __init__(self, folder: str | Path = "minilm-late", threads: Optional[int] = None, cache_size: int = 1024):
+    def __init__(self, folder: str | Path = "minilm-cross", threads: Optional[int] = None, cache_size: int = 1024):
         from safetensors.torch import load_file
 
         self.folder = resolve(folder)
@@ -130,7 +130,7 @@ class JudgeChecker:
     """Checker backend over a trained Judge (the offline default): `judge` is a Judge, a shipped
     judge's name or a folder, loaded on first use."""
 
-    def __init__(self, judge: "Judge | str | Path" = "minilm-late", threshold: float = 0.5):
+    def __init__(self, judge: "Judge | str | Path" = "minilm-cross", threshold: float = 0.5):
         self._judge = judge if isinstance(judge, Judge) or hasattr(judge, "probabilities") else None
         self._which = None if self._judge is not None else judge
         self.threshold = threshold
@@ -184,7 +184,7 @@ class JudgeChecker:
 
 
 def resolve(folder: str | Path) -> Path:
-    """A shipped judge's name (minilm-late) -> its folder; anything else is a folder."""
+    """A shipped judge's name (minilm-cross) -> its folder; anything else is a folder."""
     if isinstance(folder, str) and folder in SHIPPED_JUDGES:
         return SHIPPED / folder
     path = Path(folder).expanduser()
@@ -198,12 +198,12 @@ def _load(folder: Path) -> Judge:
     return Judge(folder)
 
 
-def load_judge(which: str | Path = "minilm-late") -> Judge:
+def load_judge(which: str | Path = "minilm-cross") -> Judge:
     """A judge by name or folder, loaded once per process."""
     return _load(resolve(which))
 
 
-def shipped_judge(name: str = "minilm-late") -> Judge:
+def shipped_judge(name: str = "minilm-cross") -> Judge:
     return load_judge(name)
 
 

@@ -31,7 +31,7 @@ def cmd_train(args) -> int:
 def cmd_eval(args) -> int:
     from .evaluate import evaluate_generated, record
 
-    judges = args.judge or ["minilm-late", "alignment"]
+    judges = args.judge or ["minilm-cross", "alignment"]
     report = evaluate_generated(Path(args.labelled), judges=judges)
     print(json.dumps(report, indent=2))
     if args.record:
@@ -77,7 +77,7 @@ def add_judge_commands(sub) -> None:
 
     e = jsub.add_parser("eval", help="balanced accuracy on the hand-labelled generated sentences")
     e.add_argument("--labelled", default="tests/data/judge/generated.jsonl")
-    e.add_argument("--judge", action="append", help="alignment | a shipped judge (minilm-late) | a judge folder (repeatable)")
+    e.add_argument("--judge", action="append", help="alignment | a shipped judge (minilm-cross) | a judge folder (repeatable)")
     e.add_argument("--record", action="store_true",
                    help="write each judge's figure into its manifest (what `ewe eval` reports name)")
     e.set_defaults(func=cmd_eval)

@@ -22,7 +22,7 @@ from .data import read
 
 
 def make_checker(name: str) -> FactChecker:
-    """"alignment", a shipped judge (minilm-late) or a folder written by `ewe judge train`."""
+    """"alignment", a shipped judge (minilm-cross) or a folder written by `ewe judge train`."""
     if name == "alignment":
         from ..verify.alignment import AlignmentChecker
 

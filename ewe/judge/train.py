@@ -42,6 +42,12 @@ class TrainConfig:
     max_test: Optional[int] = None
     threads: int = 2
     checkpoint_every: int = 200
+    save_dtype: str = "bfloat16"  # the shipped weights' dtype (bfloat16 halves them; checks run in bf16 anyway)
+
+
+# settings that change what is saved or measured, not the training: a checkpoint made under other
+# values of these is resumed all the same
+_NOT_TRAINING = ("save_dtype", "max_test", "checkpoint_every")
 
 
 def _sha(path: Path) -> str:
@@ -191,7 +197,7 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
     ck_json, ck_tensors = out_dir / "checkpoint.json", out_dir / "checkpoint.safetensors"
     if ck_json.is_file() and ck_tensors.is_file():
         meta = json.loads(ck_json.read_text())
-        if meta.get("settings") == settings:
+        if _training_part(meta.get("settings") or {}) == _training_part(settings):
             tensors = load_file(str(ck_tensors))
             model.load_trained_state({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
             _load_optimizer(opt, tensors, meta["optimizer"])
@@ -236,11 +242,15 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
     bar.close()
     train_s = time.perf_counter() - t0
 
-    metrics = evaluate(model, claims, passages, test_rows)
+    if cfg.save_dtype not in ("float32", "bfloat16"):
+        raise ValueError(f"save_dtype {cfg.save_dtype!r} must be float32 or bfloat16")
     weights = out_dir / "judge.safetensors"
-    save_file(model.trained_state(), str(weights) + ".tmp", metadata={"labels": ",".join(LABELS)})
+    state = {k: v.to(getattr(torch, cfg.save_dtype)) for k, v in model.trained_state().items()}
+    save_file(state, str(weights) + ".tmp", metadata={"labels": ",".join(LABELS)})
     Path(str(weights) + ".tmp").replace(weights)
     weights.chmod(0o644)  # safetensors writes it private; weights are for reading
+    model.load_trained_state(load_file(str(weights)))  # measure what is saved
+    metrics = evaluate(model, claims, passages, test_rows)
     manifest = {
         "spec": asdict(cfg.spec), "base_sha256": base_fingerprint(base_path), "labels": list(LABELS),
         "settings": settings, "weights_sha256": _sha(weights), "train_examples": len(train_rows),
@@ -249,6 +259,10 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
     }
     write_json(out_dir / "manifest.json", manifest)
     return manifest
+
+
+def _training_part(settings: dict) -> dict:
+    return {k: v for k, v in settings.items() if k not in _NOT_TRAINING}
 
 
 def _optimizer_tensors(opt: torch.optim.Optimizer, into: dict) -> dict:

@@ -312,7 +312,16 @@ _DANGLING = {
     "his", "her", "its", "their", "is", "was", "are", "were", "be", "been", "has", "have", "had", "that", "which",
     "who", "very", "most", "more", "than",
 }
-_ADJECTIVE_END = re.compile(r"(?:ant|ent|ful|ous|ive|ic|able|ible|ish|less|ary|est|er)$")
+# Adjectives that end a fragment when nothing follows the article ("was a brilliant."): the
+# evaluative ones small models write, and -ful/-ous/-less words (rarely nouns). Nouns such as
+# "teacher", "student" or "merchant" never match.
+_ADJECTIVE_END = re.compile(r"(?:ful|ous|less)$")
+_EVALUATIVE = frozenset(
+    """brilliant great important notable renowned prominent influential successful talented popular significant
+    key major leading prolific celebrated distinguished pioneering respected skilled gifted remarkable
+    outstanding exceptional excellent legendary iconic accomplished dedicated passionate visionary
+    innovative acclaimed beloved powerful good best true real new old big small large young""".split()
+)
 
 
 def is_fragment(claim: str) -> bool:
@@ -324,25 +333,36 @@ def is_fragment(claim: str) -> bool:
     last, prev = ws[-1], ws[-2].lower()
     if last.lower() in _DANGLING:
         return True
-    return prev in ("a", "an", "the", "very") and last[:1].islower() and bool(_ADJECTIVE_END.search(last.lower()))
+    word = last.lower()
+    return prev in ("a", "an", "the", "very") and last[:1].islower() and (
+        word in _EVALUATIVE or bool(_ADJECTIVE_END.search(word)))
 
 
 _ENGLISH = frozenset(
     """the a an of in on at to for from by with and or is was are were be been has have had it its he she they
     his her their this that which who as not also first after before during into than one""".split()
 )
+# Frequent function words of the other languages a small model drifts into (fr, de, es, it, pt, nl).
+_FOREIGN = frozenset(
+    """le la les une est était des du et dans pour qui sur avec der die das und ist war ein eine nicht mit
+    von zu den el los las es fue una del por con que y il lo gli di che è era della sono não os uma foi
+    het een van zijn werd""".split()
+)
 
 
 def is_english(text: str) -> bool:
-    """Mostly Latin letters and, past three words, at least one common English word."""
+    """Mostly Latin letters, and not mostly the function words of another language: terse
+    English without any function word ("Paris hosts museums, galleries, theatres.") passes."""
     letters = [ch for ch in text if ch.isalpha()]
     if not letters:
         return False
     latin = sum(ch.isascii() or "\u00c0" <= ch <= "\u024f" for ch in letters)
     if latin / len(letters) < 0.7:
         return False
-    ws = [w.lower() for w in _WORD.findall(text)]
-    return len(ws) <= 3 or any(w in _ENGLISH for w in ws)
+    ws = [w.lower() for w in re.findall(r"[^\W\d_][\w'’-]*", text)]
+    english = sum(w in _ENGLISH for w in ws)
+    foreign = sum(w in _FOREIGN and w not in _ENGLISH for w in ws)
+    return foreign < 2 or english > foreign
 
 
 def _claim(text: str, source: str) -> Claim:
