@@ -376,3 +376,17 @@ def test_check_batch_refuses_writing_into_its_input(tmp_path, capsys):
     with pytest.raises(SystemExit, match="is the --input file"):
         cli.main(["check", "--input", str(cases), "--output", str(cases)])
     assert cases.read_text() == '{"claim": "fine."}\n'
+
+
+def test_the_hand_labelled_set_is_well_formed():
+    """tests/data/judge/generated.jsonl: sentences the embedded model wrote, labelled by reading
+    the article (LABELLING.md); `ewe judge eval` measures judges on it."""
+    from ewe import wiki
+
+    rows = D.read(Path(__file__).parent / "data" / "judge" / "generated.jsonl")
+    assert len(rows) >= 200 and len({r["id"] for r in rows}) == len(rows)
+    assert {r["label"] for r in rows} == {SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE, NOT_CHECKABLE}
+    assert {r["method"] for r in rows} == {"bare", "ra", "ewe"} and {r["dataset"] for r in rows} == {"bio", "objects"}
+    for r in rows:
+        assert r["topic"] in wiki.summaries() and D.is_held_out(r["topic"])  # the judge never trained on it
+        assert r["sentence"].strip() and r["note"].strip()
