@@ -50,7 +50,7 @@ def run_judge_bench(args, load_ewe) -> int:
             t = time.perf_counter()
             for s in SENTENCES:
                 if cold:
-                    judge._cache.clear()
+                    judge.clear_cache()
                 fc.check_sentence(s, prompt="Tell me a bio.", evidence=evidence)
             return (time.perf_counter() - t) / len(SENTENCES)
         return run

@@ -61,6 +61,10 @@ class Judge:
     def name(self) -> str:
         return f"judge:{self.folder.name}" if self.folder.parent == SHIPPED else f"judge:{self.folder}"
 
+    def clear_cache(self) -> None:
+        """Forget the cached passage states (a benchmark's cold case)."""
+        self._cache.clear()
+
     def windows(self, passage: str) -> list[str]:
         return windows(passage, self.tokenizer, self.spec.max_passage_tokens)
 
@@ -153,7 +157,7 @@ class JudgeChecker:
         pairs = []  # (claim index, passage index, window text)
         for ci, ev in enumerate(evidence_per_claim):
             for ei, e in enumerate(ev):
-                for w in self.judge.windows(_premise(e)):
+                for w in self.judge.windows(e.premise()):
                     pairs.append((ci, ei, w))
         probs = self.judge.probabilities([claims[ci].text for ci, _, _ in pairs], [w for _, _, w in pairs])
         verdicts = []
@@ -210,7 +214,3 @@ def shipped_judge(name: str = "minilm-cross") -> Judge:
 @functools.lru_cache(maxsize=1)
 def _base_sha() -> str:
     return base_fingerprint()
-
-
-def _premise(ev: Evidence) -> str:
-    return ev.text if not ev.title or ev.text.startswith(ev.title) else f"{ev.title}: {ev.text}"

@@ -70,7 +70,7 @@ class NLIChecker:
             raise ValueError("one evidence list per claim is required")
         pairs = [(ci, ei) for ci, ev in enumerate(evidence_per_claim) for ei in range(len(ev))]
         probs = self.probabilities(
-            [_premise(evidence_per_claim[ci][ei]) for ci, ei in pairs], [claims[ci].text for ci, _ in pairs]
+            [evidence_per_claim[ci][ei].premise() for ci, ei in pairs], [claims[ci].text for ci, _ in pairs]
         )
         sup = [i for i, lab in enumerate(self.labels) if lab == SUPPORTED]
         verdicts = []
@@ -89,7 +89,3 @@ class NLIChecker:
             verdicts.append(Verdict(claim, label, best[2], ev, self.name,
                                     rationale="per passage: " + ", ".join(f"{t[1]} ({t[2]:.2f})" for t in tops)))
         return verdicts
-
-
-def _premise(ev: Evidence) -> str:
-    return ev.text if not ev.title or ev.text.startswith(ev.title) else f"{ev.title}: {ev.text}"

@@ -40,6 +40,10 @@ class Evidence:
     score: float = 1.0
     source_id: str = ""
 
+    def premise(self) -> str:
+        """The passage as a judge reads it: prefixed by its title unless it already opens with it."""
+        return self.text if not self.title or self.text.startswith(self.title) else f"{self.title}: {self.text}"
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
