@@ -12,6 +12,8 @@ from typing import Sequence
 
 import torch
 
+from . import tokens
+from .errors import InputError, InputTypeError
 from .config import ConfigError, DecodingConfig, EWEConfig
 from .engine import DecodingSession, Sampler, decode
 from .memory import MemoryState, UnitEncoder, WorkingMemory
@@ -108,7 +110,7 @@ class EWE:
     def check(self, sentence: str, prompt: str | None = None, context: str | None = None, evidence=None):
         """Fact-check one sentence (claims, evidence, verdicts) with the configured checker."""
         if not isinstance(sentence, str) or not sentence.strip():
-            raise ValueError("sentence is empty")
+            raise InputError("sentence is empty")
         checker = self.fact_checker(need_evidence=evidence is None)
         return checker.check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
 
@@ -133,49 +135,51 @@ class EWE:
         return EWEConfig.build({"decoding": data}).decoding
 
     def prompt_ids(self, prompt: str, system_prompt: str | None = None) -> list[int]:
-        messages = [{"role": "user", "content": prompt}]
-        if system_prompt:
-            messages.insert(0, {"role": "system", "content": system_prompt})
-        if getattr(self.tokenizer, "chat_template", None):
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-            return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-        return self.tokenizer(prompt)["input_ids"]
+        """The prompt through the chat template; its text can never become a control token."""
+        return tokens.prompt_ids(self.tokenizer, prompt, system_prompt)
 
     def _check_prompts(self, prompts, passages):
         single = isinstance(prompts, str)
         if not single and not isinstance(prompts, (list, tuple)):
-            raise TypeError(f"prompt must be a string or a list of strings, got {type(prompts).__name__}")
+            raise InputTypeError(f"prompt must be a string or a list of strings, got {type(prompts).__name__}")
         prompts = [prompts] if single else list(prompts)
         if not prompts:
-            raise ValueError("prompt: an empty list of prompts")
+            raise InputError("prompt: an empty list of prompts")
         for i, p in enumerate(prompts):
             name = "prompt" if single else f"prompt[{i}]"
             if not isinstance(p, str):
-                raise TypeError(f"{name} must be a string, got {type(p).__name__}")
+                raise InputTypeError(f"{name} must be a string, got {type(p).__name__}")
             if not p.strip():
-                raise ValueError(f"{name} is empty")
+                raise InputError(f"{name} is empty")
         if passages is None:
             return single, prompts, None
-        elif single or (passages and all(isinstance(x, str) for x in passages)):
+        if not isinstance(passages, (list, tuple)):
+            got = "a single string" if isinstance(passages, (str, bytes)) else type(passages).__name__
+            raise InputTypeError("passages must be a list of passage strings (one passage: [text]), "
+                                 f"or one such list per prompt; got {got}")
+        if single or (passages and all(isinstance(x, str) for x in passages)):
             rows = [list(passages)] * len(prompts) if single or len(prompts) == 1 else None
             if rows is None:
-                raise ValueError(
+                raise InputError(
                     f"passages: give one list of passages per prompt ({len(prompts)} prompts), not one flat list"
                 )
         else:
+            for i, r in enumerate(passages):
+                if r is not None and not isinstance(r, (list, tuple)):
+                    raise InputTypeError(f"passages[{i}] must be a list of passage strings, got {type(r).__name__}")
             rows = [list(r or []) for r in passages]
             if len(rows) != len(prompts):
-                raise ValueError(f"passages: {len(rows)} lists for {len(prompts)} prompts")
+                raise InputError(f"passages: {len(rows)} lists for {len(prompts)} prompts")
         cap = self.config.memory.retrieval_units
         for i, row in enumerate(rows):
             if len(row) > cap:
-                raise ValueError(
+                raise InputError(
                     f"passages[{i}]: {len(row)} passages but memory.retrieval_units={cap} units; "
                     "raise memory.retrieval_units or pass fewer"
                 )
             for j, text in enumerate(row):
                 if not isinstance(text, str) or not text.strip():
-                    raise ValueError(f"passages[{i}][{j}] is empty or not a string")
+                    raise InputError(f"passages[{i}][{j}] is empty or not a string")
         return single, prompts, rows
 
     def _check_lengths(self, prompts, ids, offset, max_new_tokens):
@@ -186,9 +190,9 @@ class EWE:
         for i, (p, row) in enumerate(zip(prompts, ids)):
             name = "prompt" if len(prompts) == 1 else f"prompt[{i}]"
             if len(row) >= limit:
-                raise ValueError(f"{name} is {len(row)} tokens; the context holds at most {limit} ({where})")
+                raise InputError(f"{name} is {len(row)} tokens; the context holds at most {limit} ({where})")
             if len(row) + max_new_tokens > limit:
-                raise ValueError(
+                raise InputError(
                     f"{name} ({len(row)} tokens) + max_new_tokens={max_new_tokens} = {len(row) + max_new_tokens} "
                     f"exceeds the context limit {limit} ({where})"
                 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from .argtypes import non_negative_int, positive_int
+
 BENCH_PROMPT = "Tell me a bio of Albert Einstein."
 BENCH_TITLES = ["Albert Einstein", "Marie Curie", "Isaac Newton", "Charles Darwin", "Niels Bohr", "Max Planck"]
 
@@ -67,9 +69,9 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     bench = sub.add_parser("bench", help="benchmarks (medians and ratios, baseline in the same process)")
     which = bench.add_subparsers(dest="bench", required=True)
     d = which.add_parser("decode", help="HF generate vs ewe at k=0 and k units")
-    d.add_argument("--tokens", type=int, default=64, help="new tokens per run")
-    d.add_argument("--units", type=int, default=4, help="memory units for the memory run")
-    d.add_argument("--repeats", type=int, default=5)
+    d.add_argument("--tokens", type=positive_int, default=64, help="new tokens per run")
+    d.add_argument("--units", type=non_negative_int, default=4, help="memory units for the memory run")
+    d.add_argument("--repeats", type=positive_int, default=5)
     add_model_options(d)
     d.set_defaults(func=lambda a: bench_decode(a, load_ewe), **{"memory.unit_tokens": 128})
 

@@ -10,6 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
+from .argtypes import positive_int
+
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and memory")
@@ -71,8 +73,6 @@ def _load_ewe(args):
 
 
 def cmd_generate(args) -> int:
-    from tqdm import tqdm
-
     if args.input is None and args.prompt is None:
         raise SystemExit("ewe generate: give a PROMPT or --input FILE")
     if args.input is not None and args.prompt is not None:
@@ -81,7 +81,17 @@ def cmd_generate(args) -> int:
         raise SystemExit("ewe generate: --input needs --output FILE (JSONL, appended as prompts finish)")
     passages = list(args.passage or [])
     for f in args.passage_file or []:
-        passages.append(Path(f).read_text(encoding="utf-8").strip())
+        try:
+            passages.append(Path(f).read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError) as e:
+            raise SystemExit(f"ewe generate: --passage-file {f}: cannot read it as UTF-8 text ({e})") from None
+    if args.input:
+        from .runner import RunError, preflight
+
+        try:
+            preflight(Path(args.input), Path(args.output))
+        except RunError as e:
+            raise SystemExit(f"ewe generate: {e}") from None
     ewe = _load_ewe(args)
     if args.prompt is not None:
         result = ewe.generate(args.prompt, passages=passages or None)
@@ -96,39 +106,32 @@ def cmd_generate(args) -> int:
                 print(f"[retrieved {hit['score']:.3f}] {hit['title']}", file=sys.stderr)
             print(result.text)
         return 0
-    from .runner import RunError, finished_ids, read_prompts
+    from .runner import RunError, print_summary, run
 
     try:
-        rows = read_prompts(Path(args.input))
+        summary = run(ewe, Path(args.input), Path(args.output), passages=passages or None, progress=True)
     except RunError as e:
         raise SystemExit(f"ewe generate: {e}") from None
-    out = Path(args.output)
-    done = finished_ids(out)
-    todo = [r for r in rows if r["id"] not in done]
-    if done:
-        print(f"ewe: resuming: {len(rows) - len(todo)} of {len(rows)} prompts already in {out}", file=sys.stderr)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a", encoding="utf-8") as f, tqdm(total=len(todo), desc="prompts", unit="prompt") as bar:
-        for row in todo:
-            result = ewe.generate(row["prompt"], passages=(row.get("passages") or passages) or None)
-            f.write(json.dumps({"id": row["id"], **result.to_dict()}, ensure_ascii=False) + "\n")
-            f.flush()
-            bar.update(1)
-    return 0
+    print_summary(summary)
+    return 1 if summary["errors"] else 0
 
 
 def cmd_run(args) -> int:
-    from .runner import RunError, print_summary, run
+    from .runner import RunError, preflight, print_summary, run
 
     if not args.config:
         raise SystemExit("ewe run: --config is required (configs/ewe.yaml, rag.yaml, flare.yaml, ra.yaml, bare.yaml)")
     try:
+        preflight(Path(args.input), Path(args.output), args.limit)
         ewe = _load_ewe(args)
         summary = run(ewe, Path(args.input), Path(args.output), limit=args.limit, force=args.force,
                       show_trace=args.show_trace)
     except RunError as e:
         raise SystemExit(f"ewe run: {e}") from None
     print_summary(summary)
+    if summary["errors"]:
+        print(f"ewe run: {summary['errors']} prompt(s) could not run; see {args.output}.errors.jsonl", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -162,14 +165,13 @@ def _check_batch(args) -> int:
     from tqdm import tqdm
 
     from .checks import read_cases, verdict_line
-    from .runner import RunError, exclusive, finished_ids
+    from .runner import RunError, exclusive, finished_ids, refuse_same_file
 
     if not args.output:
         raise SystemExit("ewe check: --input needs --output (a JSONL file, appended; a rerun resumes)")
     inp, out = Path(args.input), Path(args.output)
-    if out.exists() and inp.exists() and out.resolve() == inp.resolve():
-        raise SystemExit(f"ewe check: --output {out} is the --input file; choose another")
     try:
+        refuse_same_file(inp, out, out.with_name(out.name + ".lock"))
         cases = read_cases(inp)
         with exclusive(out):
             done = finished_ids(out)
@@ -210,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "skips finished ids.")
     r.add_argument("--input", required=True, help='JSONL of prompts: {"id", "prompt", "passages"?} per line')
     r.add_argument("--output", required=True, help="JSONL of results (text, trace, stats), appended")
-    r.add_argument("--limit", type=int, help="only the first N prompts")
+    r.add_argument("--limit", type=positive_int, help="only the first N prompts (N >= 1)")
     r.add_argument("--force", action="store_true", help="append even if the output was made with another config")
     r.add_argument("--show-trace", action="store_true", help="print each prompt's trace as it finishes")
     _add_model_options(r)

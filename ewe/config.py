@@ -6,7 +6,7 @@ Errors name the setting, the value given and the limit (pydantic does the checki
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Optional, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -24,7 +24,8 @@ class ModelConfig(_Section):
     name: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct), a local folder, or a hub id')
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     device: str = "cpu"
-    attention_impl: Literal["auto", "reference", "fused", "extension"] = "auto"
+    attention_impl: Optional[Literal["auto", "reference", "fused", "extension"]] = Field(
+        None, description="memory attention kernel; unset: the EWE_ATTENTION_IMPL environment variable, else auto")
 
 
 class MemoryConfig(_Section):

@@ -18,10 +18,11 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import InputError
 from .files import atomic_write, read_jsonl, write_json
 
 
-class RunError(ValueError):
+class RunError(InputError):
     """A run that cannot start: bad input file, output made with another configuration."""
 
 
@@ -78,14 +79,51 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
 
 
 def finished_ids(path: Path) -> set[str]:
-    """Ids already in the output. A torn last line (a run killed mid-write) is cut off first."""
+    """Ids already in the output, every line checked first.
+
+    A complete last line that only lacks its newline is kept (the newline is added); a torn
+    last line (a run killed mid-write: the start of a JSON object) is cut off. Any other line
+    that is not a result, anywhere in the file, stops the run: the file is not ewe's output,
+    or it was damaged, and appending to it would bury the damage."""
     if not path.exists():
         return set()
     data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]
-        atomic_write(path, data)
-    return {str(row["id"]) for row in _read_results(path) if isinstance(row, dict) and "id" in row}
+    body, _, tail = data.rpartition(b"\n") if b"\n" in data else (b"", b"", data)
+    ids: list[str] = []
+    for n, line in enumerate(body.split(b"\n") if body else [], start=1):
+        if line.strip():
+            ids.append(_result_id(path, n, line))
+    if tail.strip():
+        n = body.count(b"\n") + 2 if body else 1
+        try:
+            ids.append(_result_id(path, n, tail))
+            atomic_write(path, data + b"\n")  # complete: keep it
+        except RunError:
+            if not tail.lstrip().startswith(b"{"):
+                raise
+            print(f"ewe: {path}:{n}: cut a torn last line (a run stopped while writing it)", file=sys.stderr)
+            atomic_write(path, data[: len(data) - len(tail)])
+    return set(ids)
+
+
+def _result_id(path: Path, n: int, line: bytes) -> str:
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunError(f"{path}:{n}: not a result line ({e}); this output is not ewe's JSONL or was damaged: "
+                       "repair or remove that line, or choose another --output") from None
+    if not isinstance(row, dict) or "id" not in row:
+        raise RunError(f"{path}:{n}: a JSON line without an \"id\"; this output is not ewe's JSONL: "
+                       "choose another --output")
+    return str(row["id"])
+
+
+def refuse_same_file(input_path: Path, output: Path, *paths: Path) -> None:
+    """--output (or a file written beside it) must never be the --input: appending would corrupt it."""
+    real_in = os.path.realpath(input_path)
+    for p in (output, *paths):
+        if os.path.realpath(p) == real_in:
+            raise RunError(f"--output {output} is the --input file {input_path}; choose another --output")
 
 
 @contextmanager
@@ -177,16 +215,29 @@ def summarize(results: list[dict], wall_s: float, errors: int) -> dict:
 
 
 def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force: bool = False,
-        show_trace: bool = False, progress: bool = True) -> dict:
-    """Generate for every unfinished prompt of `input_path`, appending to `output`; return the summary."""
-    rows = read_prompts(input_path)
-    if limit is not None:
-        rows = rows[:limit]
+        show_trace: bool = False, progress: bool = True, passages: list[str] | None = None) -> dict:
+    """Generate for every unfinished prompt of `input_path`, appending to `output`; return the summary.
+
+    `passages` are used for lines without a "passages" field (`ewe generate --passage`); a
+    line's own "passages" always wins, and [] there means no memory at all, as in the API."""
+    rows = preflight(input_path, output, limit)
     with exclusive(output):
-        return _run(ewe, rows, input_path, output, force, show_trace, progress)
+        return _run(ewe, rows, input_path, output, force, show_trace, progress, passages)
 
 
-def _run(ewe, rows, input_path, output, force, show_trace, progress) -> dict:
+_SIDE_FILES = (".config.json", ".errors.jsonl", ".summary.json", ".lock")
+
+
+def preflight(input_path: Path, output: Path, limit: int | None = None) -> list[dict]:
+    """Everything about the files and flags checked before a model is loaded: the prompts to run."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise RunError(f"--limit must be a positive number of prompts, got {limit!r}")
+    refuse_same_file(input_path, output, *(output.with_name(output.name + s) for s in _SIDE_FILES))
+    rows = read_prompts(input_path)
+    return rows[:limit] if limit is not None else rows
+
+
+def _run(ewe, rows, input_path, output, force, show_trace, progress, default_passages=None) -> dict:
     from tqdm import tqdm
 
     from .controller import render
@@ -197,14 +248,16 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress) -> dict:
     if done:
         print(f"ewe run: resuming: {len(rows) - len(todo)} of {len(rows)} prompts already in {output}", file=sys.stderr)
     errors_path = output.with_name(output.name + ".errors.jsonl")
+    _forget_errors_of(errors_path, {r["id"] for r in todo})
     finished, errors, t0 = [], 0, time.perf_counter()
     with output.open("a", encoding="utf-8") as out, tqdm(total=len(todo), desc="prompts", unit="prompt",
                                                          disable=not progress) as bar:
         for row in todo:
             extra = {k: v for k, v in row.items() if k not in ("prompt", "passages")}
+            passages = row["passages"] if "passages" in row else default_passages
             try:
-                result = ewe.generate(row["prompt"], passages=row.get("passages") or None).to_dict()
-            except (ValueError, TypeError) as e:  # this prompt cannot run; the others can
+                result = ewe.generate(row["prompt"], passages=passages).to_dict()
+            except InputError as e:  # this prompt cannot run; the others can (a fault stops the run)
                 errors += 1
                 with errors_path.open("a", encoding="utf-8") as f:
                     f.write(json.dumps({**extra, "prompt": row["prompt"], "error": str(e)}, ensure_ascii=False) + "\n")
@@ -225,6 +278,15 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress) -> dict:
                    skipped_finished=len(rows) - len(todo))
     write_json(output.with_name(output.name + ".summary.json"), summary)
     return summary
+
+
+def _forget_errors_of(errors_path: Path, ids: set[str]) -> None:
+    """Errors of prompts about to be tried again leave the errors file, so a rerun lists each once."""
+    if not errors_path.exists():
+        return
+    kept = [row for _, row in read_jsonl(errors_path, skip_bad=True)
+            if not (isinstance(row, dict) and str(row.get("id")) in ids)]
+    atomic_write(errors_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
 
 
 def print_summary(s: dict) -> None:

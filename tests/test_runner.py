@@ -126,10 +126,15 @@ def test_a_prompt_that_cannot_run_is_logged_and_the_rest_go_on(setup, capsys):
     config, prompts, out, state = setup
     long = "word " * 600
     prompts.write_text(json.dumps({"id": "long", "prompt": long}) + "\n" + prompts.read_text())
-    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0
+    argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]
+    assert cli.main(argv) == 1  # a failed prompt is a failed run (issue 17)
     assert [r["id"] for r in lines(out)] == ["p0", "p1", "p2"]
     [err] = lines(out.with_name("results.jsonl.errors.jsonl"))
     assert err["id"] == "long" and "context" in err["error"]
+    assert "could not run" in capsys.readouterr().err
+    assert cli.main(argv) == 1  # the rerun tries it again and lists it once, not twice
+    [err] = lines(out.with_name("results.jsonl.errors.jsonl"))
+    assert err["id"] == "long"
 
 
 def test_bad_prompt_files_are_reported_line_by_line(tmp_path):

@@ -13,6 +13,7 @@ import statistics
 import time
 from pathlib import Path
 
+from ..argtypes import positive_int
 from ..config import EWEConfig
 
 PROMPTS = Path(__file__).resolve().parents[2] / "examples" / "prompts" / "bio.jsonl"
@@ -21,7 +22,7 @@ TARGET = 1.5
 
 def add_bench_arguments(p) -> None:
     p.add_argument("--prompts", default=str(PROMPTS), help="JSONL of prompts (default: examples/prompts/bio.jsonl)")
-    p.add_argument("--limit", type=int, default=6, help="prompts to run (default 6)")
+    p.add_argument("--limit", type=positive_int, default=6, help="prompts to run (default 6)")
     p.add_argument("--with-memory-only", action="store_true", help="also time EWE's memory without pauses")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from ..argtypes import non_negative_int, positive_int
+
 
 def _sweeps(items: list[str]) -> dict[str, list]:
     out = {}
@@ -53,14 +55,18 @@ def cmd_score(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .harness import run_eval
+    from ..runner import RunError
+    from .harness import EvalError, run_eval
     from .prompts import SUFFIX
 
     overrides = {"decoding.max_new_tokens": args.max_new_tokens, "decoding.temperature": 0.0}
-    result = run_eval(args.methods.split(","), args.datasets.split(","), Path(args.out), n=args.n, seed=args.seed,
-                      suffix=None if args.no_suffix else SUFFIX, eval_config=args.eval_config, overrides=overrides,
-                      sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method, sweep_n=args.sweep_n,
-                      use_articles=not args.no_articles)
+    try:
+        result = run_eval(args.methods.split(","), args.datasets.split(","), Path(args.out), n=args.n, seed=args.seed,
+                          suffix=None if args.no_suffix else SUFFIX, eval_config=args.eval_config,
+                          overrides=overrides, sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method,
+                          sweep_n=args.sweep_n, use_articles=not args.no_articles)
+    except (EvalError, RunError) as e:
+        raise SystemExit(f"ewe eval run: {e}") from None
     _print_table(result["summaries"])
     for row in result["sweeps"]:
         print(f"sweep {row['param']}={row['value']}: F1 {100 * row['f1']:.1f} (P {100 * row['precision']:.1f}, "
@@ -79,8 +85,8 @@ def add_eval_commands(sub) -> None:
 
     p = which.add_parser("prompts", help="write a prompt set drawn from the embedded Wikipedia")
     p.add_argument("set", choices=["bio", "objects"])
-    p.add_argument("--n", type=int, default=30)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n", type=positive_int, default=30)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--no-suffix", action="store_true", help="leave out the 'Provide as many specific details' suffix")
     p.add_argument("--output", help="JSONL file (default: print)")
     p.set_defaults(func=cmd_prompts)
@@ -89,7 +95,7 @@ def add_eval_commands(sub) -> None:
     s.add_argument("results", nargs="+", help="JSONL results of ewe run / ewe generate (file stem = method name)")
     s.add_argument("--out", required=True, help="folder for details, summary.json and report/")
     s.add_argument("--dataset", default="custom", help="the name the table gives these prompts")
-    s.add_argument("--K", type=int, help="claims needed for full recall (default: the median over the files)")
+    s.add_argument("--K", type=positive_int, help="claims needed for full recall (default: the median over the files)")
     s.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"), help="the checker to score with")
     s.add_argument("--no-articles", action="store_true", help="datastore evidence only, not the prompt's article")
     s.set_defaults(func=cmd_score)
@@ -98,10 +104,10 @@ def add_eval_commands(sub) -> None:
     r.add_argument("--methods", default="bare,ra,flare,cove,ewe",
                    help="comma-separated config names (configs/NAME.yaml) or YAML paths")
     r.add_argument("--datasets", default="bio,objects", help="comma-separated: bio, objects, or JSONL paths")
-    r.add_argument("--n", type=int, default=30, help="prompts per dataset")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--n", type=positive_int, default=30, help="prompts per dataset")
+    r.add_argument("--seed", type=non_negative_int, default=0)
     r.add_argument("--no-suffix", action="store_true")
-    r.add_argument("--max-new-tokens", type=int, default=256, help="the same for every method")
+    r.add_argument("--max-new-tokens", type=positive_int, default=256, help="the same for every method")
     r.add_argument("--out", required=True)
     r.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"))
     r.add_argument("--no-articles", action="store_true")
@@ -109,5 +115,5 @@ def add_eval_commands(sub) -> None:
                    help="also run --sweep-method at each value on the first dataset (repeatable); "
                         "KEY1+KEY2=V1,... sets both keys, e.g. memory.retrieval_units+retrieval.top_k=1,4,8")
     r.add_argument("--sweep-method", default="ewe")
-    r.add_argument("--sweep-n", type=int, help="prompts per swept value (default: all of the first dataset)")
+    r.add_argument("--sweep-n", type=positive_int, help="prompts per swept value (default: all of the first dataset)")
     r.set_defaults(func=cmd_run)

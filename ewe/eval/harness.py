@@ -62,6 +62,35 @@ class Loader:
         return ewe
 
 
+def settle_prompts(path: Path, wanted: list[dict], what: str) -> None:
+    """The prompts file of an evaluation folder holds exactly the prompts asked for now.
+
+    A first run writes it; a rerun with the same settings keeps it (and resumes); a rerun
+    that asks for more prompts of the same set extends it (the results files resume, so the
+    first prompts are not generated again). Anything else (fewer prompts, another seed, other
+    prompts) would score one set and report another, and is refused."""
+    from ..files import read_jsonl
+
+    if not path.exists():
+        write_prompts(wanted, path)
+        return
+    have = [row for _, row in read_jsonl(path)]
+    key = [(str(r.get("id")), r.get("prompt")) for r in have]
+    new_key = [(str(r.get("id")), r.get("prompt")) for r in wanted]
+    if key == new_key:
+        return
+    if len(new_key) > len(key) and new_key[:len(key)] == key:
+        print(f"ewe eval: {path}: extending {len(key)} prompts to {len(new_key)} ({what})")
+        write_prompts(wanted, path)
+        return
+    raise EvalError(f"{path.parent.parent} holds {len(have)} other prompts than {what} asks for "
+                    f"({len(wanted)}); use another --out, or the settings it was made with")
+
+
+class EvalError(ValueError):
+    """An evaluation folder that does not match what the command asks for."""
+
+
 def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30, seed: int = 0,
              suffix: str | None = SUFFIX, eval_config: str | Path = CONFIGS / "eval.yaml",
              overrides: dict | None = None, sweeps: dict[str, list] | None = None, sweep_method: str = "ewe",
@@ -75,12 +104,17 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
     prompt_files = {}
     for ds in datasets:
         path = out / "prompts" / f"{Path(ds).stem}.jsonl"
-        if not path.exists():
-            write_prompts(load_prompts(ds, n, seed, suffix), path)
+        settle_prompts(path, load_prompts(ds, n, seed, suffix), f"{ds} (--n {n}, --seed {seed})")
         prompt_files[Path(ds).stem] = path
+    failed = []
     for ds, prompts in prompt_files.items():
         for name, cfg in configs.items():
-            run_prompts(loader.load(cfg), prompts, out / ds / f"{name}.jsonl", progress=progress)
+            s = run_prompts(loader.load(cfg), prompts, out / ds / f"{name}.jsonl", progress=progress)
+            if s["errors"]:
+                failed.append(f"{name} on {ds}: {s['errors']} (see {s['output']}.errors.jsonl)")
+    if failed:
+        raise EvalError("prompts that could not run: " + "; ".join(failed) + ". The methods would be compared on "
+                        "different prompt sets; fix or drop those prompts and rerun (finished ones are kept)")
 
     scorer = Scorer(loader.load(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
     summaries, dataset_k = [], {}

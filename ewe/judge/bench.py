@@ -10,6 +10,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from ..argtypes import positive_int
+
 SENTENCES = [
     "Albert Einstein was born in Ulm in 1879 and developed the theory of relativity.",
     "Marie Curie won the Nobel Prize in Chemistry in 1911.",
@@ -76,6 +78,6 @@ def run_judge_bench(args, load_ewe) -> int:
 
 
 def add_bench_arguments(p) -> None:
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--tokens", type=int, default=32, help="tokens generated to time a decode step")
+    p.add_argument("--repeats", type=positive_int, default=5)
+    p.add_argument("--tokens", type=positive_int, default=32, help="tokens generated to time a decode step")
     p.add_argument("--judge", default="minilm-cross", help="a shipped judge (minilm-cross) or a trained folder")

@@ -5,6 +5,8 @@ import argparse
 import json
 from pathlib import Path
 
+from ..argtypes import positive_int
+
 
 def cmd_data(args) -> int:
     from .. import wiki
@@ -41,13 +43,6 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _positive(v: str) -> int:
-    n = int(v)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
-    return n
-
-
 def add_judge_commands(sub) -> None:
     j = sub.add_parser("judge", help="the trained fact-checking judge: make its data, train it, measure it")
     jsub = j.add_subparsers(dest="judge_command", required=True)
@@ -55,8 +50,8 @@ def add_judge_commands(sub) -> None:
     d = jsub.add_parser("data", help="(evidence, claim, label) triples from the embedded Wikipedia, split by article")
     d.add_argument("--out", required=True, help="folder for train.jsonl, test.jsonl, prefixes.jsonl, manifest.json")
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--per-article", type=_positive, default=8, help="supported claims drawn per article (x2 altered)")
-    d.add_argument("--limit", type=_positive, help="only the first N articles (by title)")
+    d.add_argument("--per-article", type=positive_int, default=8, help="supported claims drawn per article (x2 altered)")
+    d.add_argument("--limit", type=positive_int, help="only the first N articles (by title)")
     d.add_argument("--no-prefixes", dest="prefixes", action="store_false", help="skip prefixes.jsonl")
     d.set_defaults(func=cmd_data)
 
@@ -65,15 +60,15 @@ def add_judge_commands(sub) -> None:
     t.add_argument("--out", required=True, help="folder for judge.safetensors, manifest.json and checkpoints")
     t.add_argument("--split", type=int, default=0,
                    help="MiniLM layers run on claim and passage apart (0, the shipped design: a plain cross-encoder)")
-    t.add_argument("--trained-layers", type=_positive, default=6, help="top layers trained (6: all, the shipped design)")
+    t.add_argument("--trained-layers", type=positive_int, default=6, help="top layers trained (6: all, the shipped design)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--epochs", type=_positive, default=1)
-    t.add_argument("--batch-size", type=_positive, default=16)
+    t.add_argument("--epochs", type=positive_int, default=1)
+    t.add_argument("--batch-size", type=positive_int, default=16)
     t.add_argument("--lr", type=float, default=1e-4)
-    t.add_argument("--max-train", type=_positive, default=20000, help="train on N examples drawn (seeded) from train.jsonl")
-    t.add_argument("--max-test", type=_positive, default=4000, help="evaluate on N held-out examples")
-    t.add_argument("--threads", type=_positive, default=1,
+    t.add_argument("--max-train", type=positive_int, default=20000, help="train on N examples drawn (seeded) from train.jsonl")
+    t.add_argument("--max-test", type=positive_int, default=4000, help="evaluate on N held-out examples")
+    t.add_argument("--threads", type=positive_int, default=1,
                    help="torch threads (pinned: results depend on it; 1 avoids oversubscription next to other work)")
     t.set_defaults(func=cmd_train)
 

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 
 import torch
 
+from ..argtypes import non_negative_int, positive_int
 from ..engine import DecodingSession
 from .encoder import UnitEncoder
 from .units import unit_id
@@ -44,12 +45,12 @@ TARGETS = {"reprompt_over_refresh": (512, 6.0), "reprefill_over_crop": (None, 10
 
 
 def add_bench_arguments(p) -> None:
-    p.add_argument("--generated", type=int, nargs="+", default=[128, 512, 1024],
+    p.add_argument("--generated", type=positive_int, nargs="+", default=[128, 512, 1024],
                    help="generated tokens of context (default 128 512 1024)")
-    p.add_argument("--units", type=int, default=4, help="k: units in memory before the new one arrives")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats (after one warm-up)")
-    p.add_argument("--sentence-tokens", type=int, default=25, help="tokens one backtrack removes")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    p.add_argument("--units", type=non_negative_int, default=4, help="k: units in memory before the new one arrives")
+    p.add_argument("--repeats", type=positive_int, default=5, help="timed repeats (after one warm-up)")
+    p.add_argument("--sentence-tokens", type=positive_int, default=25, help="tokens one backtrack removes")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                    help="write the report as JSON to FILE; alone, print JSON instead of the table")
 

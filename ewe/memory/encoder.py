@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
+from ..tokens import text_ids
 from .units import MemoryUnit, unit_id
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class UnitEncoder:
             raise ValueError("start_token=True but the tokenizer has no BOS token")
 
     def tokenize(self, text: str) -> tuple[list[int], bool]:
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = text_ids(self.tokenizer, text)
         if self.start_token:
             ids = [self.tokenizer.bos_token_id] + ids
         truncated = len(ids) > self.unit_tokens

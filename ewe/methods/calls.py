@@ -3,6 +3,7 @@ one plain model call (chat template, no working memory, no pauses) with the room
 the context checked first, and which of an answer's sentences get checked."""
 from __future__ import annotations
 
+from ..tokens import text_ids
 from ..verify.text import sentence_spans
 
 
@@ -34,7 +35,7 @@ def complete(ewe, text: str, dec, what: str):
 
 def text_tokens(ewe, text: str) -> list[int]:
     """The token ids of a text no single model call produced (an answer assembled after the fact)."""
-    return list(ewe.tokenizer(text, add_special_tokens=False)["input_ids"])
+    return text_ids(ewe.tokenizer, text)
 
 
 class CheckedMethod:

@@ -33,6 +33,7 @@ import time
 import torch
 
 from ..controller.sentences import SentenceTracker
+from ..tokens import text_ids
 from ..controller.trace import Trace, check_event
 from ..engine import DecodingSession, Sampler
 from ..result import GenerationResult
@@ -300,7 +301,7 @@ class _LiveAnswer:
         entropies of the forced tokens are recorded, so confidence stays comparable."""
         t, tok = self.tracker, self.method.ewe.tokenizer
         text = sentence if start == 0 or t.decode(0, start).endswith((" ", "\n")) else " " + sentence
-        new_ids = list(tok(text, add_special_tokens=False)["input_ids"])
+        new_ids = text_ids(tok, text)
         self.run.trace.add("backtrack", why="refined sentence replaces the failed one", start_token=start,
                            removed_tokens=len(t.tokens) - start, removed_text=t.decode(start), attempt=1, feedback=[])
         t0 = time.perf_counter()

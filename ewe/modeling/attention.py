@@ -15,7 +15,7 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from ..ops import select
+from ..ops import dispatch, select
 
 NAME = "ewe"
 TESTED_TRANSFORMERS = "5.23.0"
@@ -47,7 +47,7 @@ def ewe_attention_forward(
         raise NotImplementedError("ewe attention is for inference: dropout is not supported")
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     fn = select(ewe_attention_impl)
-    out = fn(query, key, value, ewe_memory.layer(module.layer_idx), attention_mask, scale)
+    out = dispatch.run(fn, query, key, value, ewe_memory.layer(module.layer_idx), attention_mask, scale)
     return out, None
 
 

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..argtypes import positive_int
 from . import extension
 from .fused import memory_attention_fused
 from .layer_memory import LayerMemory
@@ -65,10 +66,10 @@ class Row:
 def add_bench_arguments(parser) -> None:
     """Options of `ewe bench attention`."""
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a few minutes on 2 cores)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per case (default 15, quick 5)")
+    parser.add_argument("--repeats", type=positive_int, default=None, help="timed repeats per case (default 15, quick 5)")
     parser.add_argument("--dtype", nargs="+", choices=["float32", "bfloat16"], default=["float32", "bfloat16"])
     parser.add_argument("--modes", nargs="+", choices=["decode", "prefill"], default=["decode", "prefill"])
-    parser.add_argument("--prefill-len", type=int, default=128, help="new tokens per prefill call")
+    parser.add_argument("--prefill-len", type=positive_int, default=128, help="new tokens per prefill call")
     parser.add_argument("--layers", type=int, default=30, help="distinct layers' tensors cycled through in decode")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--no-reference", action="store_true", help="skip the literal k+1-pass reference")

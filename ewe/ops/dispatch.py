@@ -4,13 +4,15 @@ Order of precedence: an explicit `impl` argument, then the environment variable
 EWE_ATTENTION_IMPL, then "auto". "auto" picks the compiled extension when it is
 built and supports the inputs (see `extension.supports`), else the fused PyTorch path;
 when it falls back because the extension is not built, it says so once per process
-(logger "ewe", level INFO). Forcing "extension" when it is not built is an error, never a
-silent fallback.
+(logger "ewe", level WARNING, so the CLI shows it). Forcing "extension" when it is not built
+is an error, never a silent fallback. `used` counts the calls each kernel served, so a test
+(or a user) can see which one ran.
 """
 from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from typing import Callable
 
 from . import extension
@@ -23,6 +25,7 @@ ENV_VAR = "EWE_ATTENTION_IMPL"
 
 logger = logging.getLogger("ewe")
 _notice = {"given": False}
+used: Counter = Counter()  # kernel name -> memory-attention calls it served in this process
 
 
 def requested_impl(impl: str | None = None) -> str:
@@ -36,8 +39,21 @@ def requested_impl(impl: str | None = None) -> str:
 def memory_attention_auto(query, key, value, memory, ctx_mask, scale):
     """The extension where it supports the inputs, else the fused path (same signature)."""
     if extension.supports(query, key, value, memory):
+        used["extension"] += 1
         return memory_attention_extension(query, key, value, memory, ctx_mask, scale)
+    used["fused"] += 1
     return memory_attention_fused(query, key, value, memory, ctx_mask, scale)
+
+
+def run(fn: Callable, *args):
+    """Call a kernel `select` returned, counting it in `used` (auto counts the one it picks)."""
+    if fn is not memory_attention_auto:
+        used[_NAMES[fn]] += 1
+    return fn(*args)
+
+
+_NAMES = {memory_attention_reference: "reference", memory_attention_fused: "fused",
+          memory_attention_extension: "extension"}
 
 
 def select(impl: str | None = None) -> Callable:
@@ -57,6 +73,7 @@ def select(impl: str | None = None) -> Callable:
     if not extension.available():
         if not _notice["given"]:
             _notice["given"] = True
-            logger.info("memory attention: compiled extension not built, using the fused PyTorch path (`make ext` builds it)")
+            logger.warning("ewe: memory attention: compiled extension not built, using the fused PyTorch path "
+                           "(`make ext` builds it)")
         return memory_attention_fused
     return memory_attention_auto

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from ..tokens import text_ids, text_ids_many
 from .corpus import Document
 
 DEFAULT_CHUNK_TOKENS = 128  # = ewe's default memory unit size M (config memory.unit_tokens)
@@ -88,13 +89,10 @@ class Chunker:
     # -- token counting -------------------------------------------------------------
 
     def count(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        return len(text_ids(self.tokenizer, text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        if not texts:
-            return []
-        ids = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
-        return [len(x) for x in ids]
+        return [len(x) for x in text_ids_many(self.tokenizer, list(texts))]
 
     # -- chunking -------------------------------------------------------------------
 

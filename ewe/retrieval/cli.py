@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from ..argtypes import positive_int
+
 EMBEDDED = "embedded"
 
 
@@ -29,16 +31,16 @@ def add_index_commands(subparsers) -> argparse.ArgumentParser:
                    help="L2-normalize embeddings (default: as the model is configured; off with --pooling)")
     b.add_argument("--factory", default="Flat", help='faiss.index_factory string: "Flat" (exact), "HNSW32", "IVF64,Flat", ...')
     b.add_argument("--search-params", help='FAISS search parameters, e.g. "nprobe=16" (default: chosen from the factory)')
-    b.add_argument("--chunk-tokens", type=int, default=None, help="most tokens per passage, title included (default 128)")
+    b.add_argument("--chunk-tokens", type=positive_int, default=None, help="most tokens per passage, title included (default 128)")
     b.add_argument("--tokenizer", default=EMBEDDED, help='tokenizer counting passage tokens: "embedded" (SmolLM2) or a local folder')
     b.add_argument("--on-error", choices=["skip", "raise"], default="skip", help="malformed corpus lines: skip and count, or stop")
-    b.add_argument("--batch-size", type=int, default=64, help="embedding batch size")
+    b.add_argument("--batch-size", type=positive_int, default=64, help="embedding batch size")
     b.set_defaults(func=cmd_index_build)
 
     s = sub.add_parser("search", help="search a datastore")
     s.add_argument("out", help="datastore folder")
     s.add_argument("query", nargs="+", help="one or more queries")
-    s.add_argument("-k", type=int, default=5, help="results per query")
+    s.add_argument("-k", type=positive_int, default=5, help="results per query")
     s.add_argument("--threshold", type=float, help="keep only hits scoring at least this")
     s.add_argument("--dedup", action="store_true", help="at most one passage per source document")
     s.add_argument("--json", action="store_true", help="one JSON object per hit")

@@ -1,0 +1,27 @@
+"""argparse types for the bounded numbers of every `ewe` command: one rule, one message."""
+from __future__ import annotations
+
+import argparse
+
+
+def _int(v: str) -> int:
+    try:
+        return int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a whole number") from None
+
+
+def positive_int(v: str) -> int:
+    """N >= 1 (a count, a size, a limit)."""
+    n = _int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return n
+
+
+def non_negative_int(v: str) -> int:
+    """N >= 0 (a seed)."""
+    n = _int(v)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{v} must be 0 or more")
+    return n

@@ -1,0 +1,196 @@
+"""Issue 17's wrong cases, each with the behaviour that replaced it (every test here fails on
+the code before the fix): nothing finished lost, nothing written into an input, no silent
+reinterpretation of a bad value."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_runner import lines, setup  # noqa: F401 (the fixture)
+from tiny import tiny_ewe
+
+from ewe import cli
+from ewe.errors import InputError
+from ewe.ops import dispatch
+from ewe.runner import RunError, finished_ids
+
+
+# --- 2. resume keeps every complete record, refuses what it cannot parse ----------------------
+
+
+def test_a_complete_last_line_without_newline_is_kept(tmp_path):
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}')
+    assert finished_ids(out) == {"a", "b"}
+    assert out.read_text().endswith('"y"}\n')  # repaired by adding the newline, not by cutting
+
+
+def test_a_torn_last_line_is_cut_and_the_rest_kept(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"id": "a", "text": "x"}\n{"id": "b", "te')
+    assert finished_ids(out) == {"a"}
+    assert out.read_text() == '{"id": "a", "text": "x"}\n'
+    assert "torn last line" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["# my notes\nsome text", "plain text, not JSONL", '{"id": "a"}\nnot json\n{"id": "b"}\n',
+                                     '{"id": "a"}\n[1, 2]\n', b'{"id": "a"}\n\xff\xfe\n'])
+def test_an_output_that_is_not_ewe_jsonl_is_refused_untouched(tmp_path, content):
+    out = tmp_path / "r.jsonl"
+    (out.write_bytes if isinstance(content, bytes) else out.write_text)(content)
+    before = out.read_bytes()
+    with pytest.raises(RunError, match=r"r\.jsonl:\d+"):
+        finished_ids(out)
+    assert out.read_bytes() == before
+
+
+# --- 3. --input and --output the same file -------------------------------------------------
+
+
+def test_output_naming_the_input_is_refused(setup, tmp_path):  # noqa: F811
+    config, prompts, out, _ = setup
+    before = prompts.read_text()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(prompts)
+    for target in (prompts, link, tmp_path / "." / "prompts.jsonl"):
+        for cmd in (["run", "--config", str(config)], ["generate"]):
+            with pytest.raises(SystemExit, match="is the --input"):
+                cli.main(cmd + ["--input", str(prompts), "--output", str(target)])
+    assert prompts.read_text() == before
+
+
+# --- 4. ewe generate --input: the runner, with its lock ---------------------------------------
+
+
+def test_generate_input_holds_the_run_lock(setup):  # noqa: F811
+    import fcntl
+
+    config, prompts, out, _ = setup
+    out.parent.mkdir(parents=True)
+    with open(out.with_name(out.name + ".lock"), "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(SystemExit, match="another ewe run is writing"):
+            cli.main(["generate", "--config", str(config), "--input", str(prompts), "--output", str(out)])
+    assert cli.main(["generate", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0
+    assert [r["id"] for r in lines(out)] == ["p0", "p1", "p2"]
+    assert cli.main(["generate", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0  # resumes: no duplicates
+    assert [r["id"] for r in lines(out)] == ["p0", "p1", "p2"]
+
+
+# --- 5, 6. bounds: negative and zero are errors ------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "1.5", "x"])
+def test_limit_must_be_positive(setup, value, capsys):  # noqa: F811
+    config, prompts, out, _ = setup
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", value])
+    assert "--limit" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_limit_one_runs_one(setup):  # noqa: F811
+    config, prompts, out, _ = setup
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out), "--limit", "1"]) == 0
+    assert [r["id"] for r in lines(out)] == ["p0"]
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_index_build_chunk_tokens_must_be_positive(tmp_path, value, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "1", "text": "A passage."}\n')
+    with pytest.raises(SystemExit):
+        cli.main(["index", "build", str(corpus), str(tmp_path / "ds"), "--chunk-tokens", value])
+    assert "--chunk-tokens" in capsys.readouterr().err
+    assert not (tmp_path / "ds").exists()
+
+
+# --- 7. a string is not a list of passages --------------------------------------------------------
+
+
+def test_a_string_of_passages_is_an_error_not_characters():
+    ewe = tiny_ewe()
+    with pytest.raises(InputError, match="passages must be a list"):
+        ewe.generate("hi", passages="abc")
+    with pytest.raises(InputError, match=r"passages\[1\] must be a list"):
+        ewe.generate(["hi", "ho"], passages=[["a passage"], "abc"])
+    assert isinstance(ewe.generate("hi", passages=["abc"], max_new_tokens=2).text, str)
+
+
+# --- "passages": [] in a prompts file means no memory, as in the API ---------------------------------
+
+
+def test_empty_passages_in_a_prompts_file_mean_no_memory(setup):  # noqa: F811
+    config, prompts, out, state = setup
+    seen = []
+    real_load = cli._load_ewe
+
+    def load(args):
+        ewe = real_load(args)
+        inner = ewe.generate
+
+        def generate(prompt, passages=None, **kw):
+            seen.append(passages)
+            return inner(prompt, passages=passages, **kw)
+
+        ewe.generate = generate
+        return ewe
+
+    cli._load_ewe = load
+    prompts.write_text(json.dumps({"id": "a", "prompt": "Tell me a bio of person 0.", "passages": []}) + "\n"
+                       + json.dumps({"id": "b", "prompt": "Tell me a bio of person 1."}) + "\n")
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0
+    assert seen == [[], None]
+
+
+# --- 8. ewe eval run with another --n ---------------------------------------------------------------
+
+
+def test_eval_prompts_file_follows_n(tmp_path):
+    from ewe.eval.harness import EvalError, settle_prompts
+
+    path = tmp_path / "prompts" / "bio.jsonl"
+    rows = [{"id": f"bio-{i}", "prompt": f"p{i}"} for i in range(4)]
+    settle_prompts(path, rows[:2], "bio")
+    settle_prompts(path, rows[:2], "bio")  # same: kept
+    settle_prompts(path, rows, "bio")  # more of the same set: extended
+    assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == [r["id"] for r in rows]
+    with pytest.raises(EvalError, match="other prompts"):
+        settle_prompts(path, rows[:3], "bio")  # fewer: refused
+    with pytest.raises(EvalError, match="other prompts"):
+        settle_prompts(path, [{"id": "bio-0", "prompt": "another"}] + rows[1:], "bio")
+
+
+# --- 10. EWE_ATTENTION_IMPL takes effect through EWE, and a test sees which kernel ran ------------------
+
+
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_the_environment_picks_the_kernel_through_ewe(monkeypatch, impl):
+    monkeypatch.setenv("EWE_ATTENTION_IMPL", impl)
+    ewe = tiny_ewe()
+    before = dict(dispatch.used)
+    ewe.generate("hi", passages=["a passage in memory"], max_new_tokens=3)
+    ran = {k: dispatch.used[k] - before.get(k, 0) for k in dispatch.used}
+    assert ran.get(impl, 0) > 0 and all(v == 0 for k, v in ran.items() if k != impl), ran
+
+
+def test_an_explicit_config_setting_beats_the_environment(monkeypatch):
+    from ewe.config import EWEConfig
+
+    monkeypatch.setenv("EWE_ATTENTION_IMPL", "fused")
+    ewe = tiny_ewe(EWEConfig.build({"model": {"attention_impl": "reference"}}))
+    before = dispatch.used["reference"]
+    ewe.generate("hi", passages=["a passage in memory"], max_new_tokens=2)
+    assert dispatch.used["reference"] > before
+
+
+def test_the_fallback_notice_shows_at_the_default_level():
+    """The CLI shows warnings, not INFO: the notice that the extension is absent must be a warning."""
+    code = ("import logging, ewe.ops.dispatch as d, ewe.ops.extension as e\n"
+            "e.available = lambda: False\nlogging.basicConfig(level=logging.WARNING)\nd.select('auto')\n")
+    env = {k: v for k, v in os.environ.items() if k != "EWE_ATTENTION_IMPL"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert "extension not built" in r.stderr, r.stderr
