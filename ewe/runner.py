@@ -208,6 +208,7 @@ def summarize(results: list[dict], wall_s: float, errors: int) -> dict:
         "pauses_verification": total("pauses_verification"),
         "checks": total("checks"),
         "failed_checks": total("failed_checks"),
+        "errored_checks": total("errored_checks"),
         "backtracks": total("backtracks"),
         "finish_reasons": {k: sum(1 for r in results if r["finish_reason"] == k)
                            for k in sorted({r["finish_reason"] for r in results})},
@@ -250,6 +251,7 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress, default_pas
     errors_path = output.with_name(output.name + ".errors.jsonl")
     _forget_errors_of(errors_path, {r["id"] for r in todo})
     finished, errors, t0 = [], 0, time.perf_counter()
+    checks = CheckHealth()
     with output.open("a", encoding="utf-8") as out, tqdm(total=len(todo), desc="prompts", unit="prompt",
                                                          disable=not progress) as bar:
         for row in todo:
@@ -264,6 +266,7 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress, default_pas
                 tqdm.write(f"ewe run: prompt {row['id']}: {e}", file=sys.stderr)
                 bar.update(1)
                 continue
+            checks.add(row["id"], result)
             out.write(json.dumps({**extra, **result}, ensure_ascii=False) + "\n")
             out.flush()
             finished.append(result)
@@ -278,6 +281,26 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress, default_pas
                    skipped_finished=len(rows) - len(todo))
     write_json(output.with_name(output.name + ".summary.json"), summary)
     return summary
+
+
+class CheckHealth:
+    """Stops a run whose fact-checks all fail with an error: a broken checker must not pass for
+    one that finds nothing wrong (EWE would quietly run memory-only). The prompt that shows it
+    is not written, so it runs again once the checker is fixed."""
+
+    def __init__(self):
+        self.checks = self.errored = 0
+
+    def add(self, prompt_id: str, result: dict) -> None:
+        stats = result.get("stats", {})
+        self.checks += stats.get("checks", 0)
+        self.errored += stats.get("errored_checks", 0)
+        if self.checks and self.errored == self.checks:
+            first = next((v["error"] for e in result.get("trace", []) if e.get("type") == "check"
+                          for v in e.get("verdicts", []) if v.get("error")), "?")
+            raise RunError(f"prompt {prompt_id}: every fact-check so far failed with an error ({first}); the checker "
+                           "is not working, and the run would go on without checks. Fix it and rerun: finished "
+                           "prompts are kept")
 
 
 def _forget_errors_of(errors_path: Path, ids: set[str]) -> None:
@@ -295,4 +318,4 @@ def print_summary(s: dict) -> None:
           f"({s['seconds_per_prompt_median'] or 0:.2f} s per prompt, median)")
     print(f"  tokens kept {s['new_tokens']} of {s['decoded_tokens']} decoded; pauses: retrieval "
           f"{s['pauses_retrieval']}, verification {s['pauses_verification']}; checks {s['checks']} "
-          f"({s['failed_checks']} failed); backtracks {s['backtracks']}; finish {s['finish_reasons']}")
+          f"({s['failed_checks']} failed, {s['errored_checks']} could not be made); backtracks {s['backtracks']}; finish {s['finish_reasons']}")

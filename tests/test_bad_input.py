@@ -194,3 +194,44 @@ def test_the_fallback_notice_shows_at_the_default_level():
     env = {k: v for k, v in os.environ.items() if k != "EWE_ATTENTION_IMPL"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert "extension not built" in r.stderr, r.stderr
+
+
+# --- a checker that errors on every check stops the run; errored checks are counted --------------------
+
+
+class _BrokenChecker:
+    """Every check fails with an error, as a judge that cannot load or a dead HTTP checker would."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def check_sentence(self, sentence, **kw):
+        self.inner.fail_with_error.add(sentence)
+        return self.inner.check_sentence(sentence, **kw)
+
+
+def test_a_run_whose_checks_all_error_stops_and_keeps_nothing_false(setup, capsys):  # noqa: F811
+    config, prompts, out, state = setup
+    state["checker"].fail_with_error = set()
+    real_load = cli._load_ewe
+
+    def load(args):
+        ewe = real_load(args)
+        ewe._fact_checker = _BrokenChecker(state["checker"])
+        return ewe
+
+    cli._load_ewe = load
+    with pytest.raises(SystemExit, match="every fact-check so far failed with an error.*TimeoutError"):
+        cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)])
+    assert not out.exists() or lines(out) == []  # the prompt that showed it is not written
+
+
+def test_errored_checks_are_counted_in_stats_and_summary(setup, capsys):  # noqa: F811
+    from test_controller import B_RIGHT
+
+    config, prompts, out, state = setup
+    state["checker"].fail_with_error = {B_RIGHT}  # one sentence's check errors, the others work
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)]) == 0
+    rows = lines(out)
+    assert all(r["stats"]["errored_checks"] >= 1 for r in rows)
+    assert "could not be made" in capsys.readouterr().out

@@ -262,6 +262,7 @@ class ControlledRun:
             "skipped_ticks": {k: s.skipped for k, s in self.schedules.items()},
             "checks": tr.count("check"),
             "failed_checks": sum(1 for e in tr.events if e["type"] == "check" and e["needs_rewrite"]),
+            "errored_checks": sum(1 for e in tr.events if e["type"] == "check" and e.get("verdict") == "error"),
             "backtracks": self.backtracks,
             "memory_units": len(self.memory),
             "memory_bytes": self.memory.footprint()["bytes"],
