@@ -35,7 +35,7 @@ ext: setup  ## build the compiled memory attention (ewe/_C*.so): CPU, plus CUDA 
 	MAX_JOBS=2 $(PY) setup.py build_ext --inplace
 
 test-ext: ext  ## build the extension, then run the attention and engine tests on it
-	EWE_ATTENTION_IMPL=auto $(PY) -m pytest -q tests/test_ops.py tests/test_extension.py tests/test_engine.py tests/test_api.py
+	EWE_REQUIRE_EXTENSION=1 EWE_ATTENTION_IMPL=auto $(PY) -m pytest -q tests/test_ops.py tests/test_extension.py tests/test_engine.py tests/test_api.py
 
 bench: setup  ## decoding benchmark: plain HF generate against ewe, same process
 	$(EWE) bench decode

@@ -235,3 +235,15 @@ def test_errored_checks_are_counted_in_stats_and_summary(setup, capsys):  # noqa
     rows = lines(out)
     assert all(r["stats"]["errored_checks"] >= 1 for r in rows)
     assert "could not be made" in capsys.readouterr().out
+
+
+def test_a_given_passage_longer_than_a_unit_warns_through_the_controller():
+    from ewe.config import EWEConfig
+
+    cfg = EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None},
+                           "controller": {"verify_trigger": "interval", "verify_interval": 4}})
+    ewe = tiny_ewe(cfg)
+    ewe._fact_checker = __import__("scripted").ScriptedChecker(false=set())
+    with pytest.warns(UserWarning, match="truncated to unit_tokens=24"):
+        r = ewe.generate("hi", passages=["word " * 100], max_new_tokens=6)
+    assert any(e["type"] == "memory" for e in r.trace)  # it went through the controller

@@ -75,7 +75,8 @@ class ControlledRun:
     def _add_units(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # feedback longer than M is cut to the unit size on purpose
+            if pool == "feedback":  # the checker's evidence is cut to the unit size on purpose
+                warnings.simplefilter("ignore")  # passages (given or retrieved) keep their truncation warning
             change = self.memory.add(texts, pool=pool, meta=meta)
         self.seconds["encode"] += time.perf_counter() - t0
         if change["added"] or change["evicted"]:
