@@ -82,6 +82,6 @@ setup(
     ],
     extras_require={"dev": ["pytest>=8", "ninja"]},
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
-    package_data={"ewe": ["py.typed", "judge/weights/*/*.json", "judge/weights/*/*.safetensors"]},
+    package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors"]},
     **(_extension_setup() if _extension_requested() else {}),
 )

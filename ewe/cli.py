@@ -13,12 +13,27 @@ from pathlib import Path
 from .argtypes import positive_int
 
 
+def _choices(section: str, key: str) -> list[str]:
+    """A setting's allowed values, read from its type in the configuration (never listed twice)."""
+    from typing import Literal, get_args, get_origin
+
+    from .config import EWEConfig
+
+    def literals(tp) -> list[str]:
+        if get_origin(tp) is Literal:
+            return [str(a) for a in get_args(tp)]
+        return [v for a in get_args(tp) for v in literals(a)]
+
+    section_type = EWEConfig.model_fields[section].annotation
+    return literals(section_type.model_fields[key].annotation)
+
+
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and memory")
     g.add_argument("--config", help="YAML configuration (see configs/)")
     g.add_argument("--model", dest="model.name", help='"embedded" (default), a local folder or a hub id')
-    g.add_argument("--dtype", dest="model.dtype", choices=["float32", "bfloat16", "float16"])
-    g.add_argument("--attention-impl", dest="model.attention_impl", choices=["auto", "reference", "fused", "extension"])
+    g.add_argument("--dtype", dest="model.dtype", choices=_choices("model", "dtype"))
+    g.add_argument("--attention-impl", dest="model.attention_impl", choices=_choices("model", "attention_impl"))
     g.add_argument("--unit-tokens", dest="memory.unit_tokens", type=int, help="M, tokens per memory unit")
     g.add_argument("--retrieval-units", dest="memory.retrieval_units", type=int)
     g.add_argument("--start-token", dest="memory.unit_start_token", action=argparse.BooleanOptionalAction,
@@ -30,7 +45,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="no retrieval: the memory holds only --passage texts")
     r.add_argument("--top-k", dest="retrieval.top_k", type=int, help="passages retrieved for the prompt")
     r.add_argument("--threshold", dest="retrieval.threshold", type=float, help="minimum retrieval score")
-    r.add_argument("--placement", dest="retrieval.placement", choices=["memory", "prompt"],
+    r.add_argument("--placement", dest="retrieval.placement", choices=_choices("retrieval", "placement"),
                    help='"prompt" prepends the passages as text: the "+RA" baseline')
     d = p.add_argument_group("decoding")
     d.add_argument("--max-new-tokens", dest="decoding.max_new_tokens", type=int)
@@ -39,12 +54,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     d.add_argument("--seed", dest="decoding.seed", type=int)
     c = p.add_argument_group("controller (pauses, checks, rewrites)")
     c.add_argument("--retrieval-trigger", dest="controller.retrieval_trigger",
-                   choices=["never", "interval", "entropy", "min_prob"])
+                   choices=_choices("controller", "retrieval_trigger"))
     c.add_argument("--retrieval-interval", dest="controller.retrieval_interval", type=int, help="T_r in tokens")
     c.add_argument("--verify-trigger", dest="controller.verify_trigger",
-                   choices=["never", "interval", "entropy", "min_prob"])
+                   choices=_choices("controller", "verify_trigger"))
     c.add_argument("--verify-interval", dest="controller.verify_interval", type=int, help="T_v in tokens")
-    c.add_argument("--checker", dest="checker.backend", choices=["alignment", "nli", "llm_judge", "http", "ita"])
+    c.add_argument("--checker", dest="checker.backend", choices=_choices("checker", "backend"))
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any configuration value, e.g. --set controller.max_retries=1 (YAML syntax; repeatable)")
 

@@ -117,13 +117,14 @@ class CheckerConfig(_Section):
     """The fact-checker: claim extraction, evidence from the datastore, a verdict backend."""
 
     backend: Literal["alignment", "judge", "nli", "llm_judge", "http", "ita"] = Field(
-        "alignment", description="alignment: the offline default (MiniLM + number/name/negation rules); judge: a "
-        "trained judge (ewe judge train; experimental until it beats alignment); nli: a local HF NLI checkpoint; "
+        "judge", description="judge: the offline default, a trained judge (checker.judge: minilm-cross ships; "
+        "`ewe judge train` makes others); alignment: the fast heuristic (MiniLM + number/name/negation rules), "
+        "and `ewe eval`'s default scorer; nli: a local HF NLI checkpoint; "
         "llm_judge: the generator (or http) as judge; http: an OpenAI-compatible endpoint; "
         "ita: Iterative Tree Analysis over ita_base (sub-claims verified in a tree)"
     )
     ita_base: Literal["alignment", "judge", "nli", "llm_judge", "http"] = Field(
-        "alignment", description="ita: the backend that judges each node of the tree")
+        "judge", description="ita: the backend that judges each node of the tree")
     judge: str = Field("minilm-cross", description="judge: a shipped judge (minilm-cross) or a folder written by "
                        "`ewe judge train`")
     judge_threshold: float = Field(0.5, gt=0, lt=1, description="judge: P(supported) above which a claim is supported")

@@ -87,9 +87,12 @@ def test_in_loop_checker_is_known_per_method():
     from ewe.eval.scorer import checker_signature, in_loop_checker
 
     ewe = EWEConfig.from_yaml("configs/ewe.yaml")
-    assert in_loop_checker(ewe) == checker_signature(ewe) == "alignment+rules"
+    assert in_loop_checker(ewe) == checker_signature(ewe) == "judge:minilm-cross+rules"
     assert in_loop_checker(EWEConfig.from_yaml("configs/ra.yaml")) is None
-    assert in_loop_checker(EWEConfig.from_yaml("configs/streaming-vr.yaml")) == "alignment+rules"
+    assert in_loop_checker(EWEConfig.from_yaml("configs/streaming-vr.yaml")) == "judge:minilm-cross+rules"
+    # by default the scorer is not the controller's checker: no method grades its own homework
+    scorer = EWEConfig.from_yaml("configs/eval.yaml")
+    assert checker_signature(scorer) == "alignment+rules" != in_loop_checker(ewe)
     judged = EWEConfig.build({"checker": {"backend": "ita", "ita_base": "judge"}})
     assert checker_signature(judged) == "ita(judge:minilm-cross)+rules"
 

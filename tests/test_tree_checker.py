@@ -179,7 +179,7 @@ def test_configuration_builds_the_tree_backend():
     cfg = EWEConfig.build({"checker": {"backend": "ita", "ita_span": "rules", "ita_max_depth": 1,
                                        "ita_max_children": 2}}).checker
     fc = build_fact_checker(cfg, StaticEvidenceSource(["x"]))
-    assert isinstance(fc.checker, TreeChecker) and fc.checker.name == "ita(alignment)"
+    assert isinstance(fc.checker, TreeChecker) and fc.checker.name == "ita(judge:minilm-cross)"
     assert (fc.checker.max_depth, fc.checker.max_children, fc.checker.llm) == (1, 2, None)
     with pytest.raises(ConfigError, match="checker.nli_model"):
         EWEConfig.build({"checker": {"backend": "ita", "ita_base": "nli"}})

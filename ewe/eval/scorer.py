@@ -42,16 +42,17 @@ class Scorer:
     def accuracy_note(self) -> str:
         """The scoring judge's balanced accuracy on the hand-labelled generated sentences, as its
         manifest records it (`ewe judge eval --record`), or why there is none."""
-        cfg = self.ewe.config.checker
-        if cfg.backend != "judge":
-            return f"{cfg.backend}: no balanced accuracy on the hand-labelled generated sentences recorded"
-        from ..judge.checker import resolve
+        from ..judge.evaluate import recorded
 
-        manifest = json.loads((resolve(cfg.judge) / "manifest.json").read_text(encoding="utf-8"))
-        rec = manifest.get("hand_labelled")
+        cfg = self.ewe.config.checker
+        if cfg.backend not in ("judge", "alignment"):
+            return f"{cfg.backend}: no balanced accuracy on the hand-labelled generated sentences recorded"
+        name = cfg.judge if cfg.backend == "judge" else "alignment"
+        label = f"judge {name}" if cfg.backend == "judge" else "alignment checker"
+        rec = recorded(name)
         if not rec:
-            return f"judge {cfg.judge}: not yet measured on the hand-labelled set (`ewe judge eval --record`)"
-        return (f"judge {cfg.judge}: balanced accuracy {rec['balanced_accuracy']:.3f} on {rec['n']} hand-labelled "
+            return f"{label}: not yet measured on the hand-labelled set (`ewe judge eval --judge {name} --record`)"
+        return (f"{label}: balanced accuracy {rec['balanced_accuracy']:.3f} on {rec['n']} hand-labelled "
                 f"generated sentences ({rec['set']})")
 
     def _checker_for(self, topic: str | None) -> FactChecker:

@@ -17,8 +17,9 @@ FactCC are the models):
   (MiniCheck's contrast), a detail added that the passage does not state, another
   article's claim moved onto this subject, and claims of another article.
 
-Hedges, attributions and date rewrites go on every label alike, so none of them gives the
-label away; a claim-only model trained on the same data (`ewe judge train --claim-only`)
+Generated-style rewrites (`rewrites.py`: synonyms, frames, appositions; bounds and
+centuries made both consistent and not), hedges, attributions and date rewrites go on every
+label alike, so none of them gives the label away; a claim-only model trained on the same data (`ewe judge train --claim-only`)
 measures what still does.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Iterable, Optional
 from ..verify.claims import RuleClaimExtractor, find_subject
 from ..verify.text import numbers, split_sentences
 from ..verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED
+from .rewrites import Rewriter
 
 HELD_OUT_FRACTION = 5  # one article in five is held out (test)
 HEDGES = (
@@ -146,6 +148,7 @@ class Builder:
 
     def __init__(self, articles: list[Article], seed: int = 0):
         self.rng = random.Random(seed)
+        self.rewriter = Rewriter(self.rng)
         self.by_topic: dict[str, list[Article]] = {}
         for a in articles:
             self.by_topic.setdefault(a.topic, []).append(a)
@@ -172,6 +175,28 @@ class Builder:
             out += [(f"{art.subject} was born in {born}.", "life", -1), (f"{art.subject} died in {died}.", "life", -1),
                     (f"{art.subject} lived from {born} to {died}.", "life", -1)]
         return out
+
+    def paired(self, art: Article, claim: str) -> list[tuple[str, str, str, int]]:
+        """One generated-style form of `claim` (a bound, a decade or century) made both
+        consistent with the passage and not: [(claim, label, kind, edit offset)]."""
+        make = self.rng.choice([self.rewriter.bound, self.rewriter.era])
+        good, bad = make(claim, True), make(claim, False)
+        if good is None or bad is None or good[0] == bad[0]:
+            return []
+        kind = "bound" if make == self.rewriter.bound else "era"
+        return [(good[0], SUPPORTED, kind, None), (bad[0], UNSUPPORTED, kind, bad[1])]
+
+    def life_era(self, art: Article) -> list[tuple[str, str, str, int]]:
+        m = _LIFE.search(f"({art.description})") or _LIFE.search(art.sentences[0] if art.sentences else "")
+        if not m or art.topic != "People":
+            return []
+        desc = _lower_first(_LIFE.sub("", art.description).strip(" ,"))
+        born, died = int(m.group(1)), int(m.group(2))
+        good = self.rewriter.life_era(art.subject, desc, born, died, True)
+        bad = self.rewriter.life_era(art.subject, desc, born, died, False)
+        if good is None or bad is None:
+            return []
+        return [(good[0], SUPPORTED, "era", None), (bad[0], UNSUPPORTED, "era", bad[1])]
 
     # --- alterations -----------------------------------------------------------------
 
@@ -309,7 +334,7 @@ class Builder:
 
         def add(claim, label, kind, edit, evidence=passage, source=""):
             nonlocal n
-            claim, edit = self._surface(claim, edit)
+            claim, edit = self._surface(claim, edit, art)
             out.append(Example(f"{_slug(art.title)}-{n}", art.title, split, evidence, claim, label, kind, edit, source))
             n += 1
 
@@ -326,6 +351,12 @@ class Builder:
                 alt = self.added_detail(art, claim)
                 if alt is not None:
                     add(alt[0], NOT_ENOUGH_EVIDENCE, alt[1], alt[2], source=src)
+            if self.rng.random() < 0.3:
+                for text, label, kind, edit in self.paired(art, claim):
+                    add(text, label, kind, edit, source=src)
+        if self.rng.random() < 0.3:
+            for text, label, kind, edit in self.life_era(art):
+                add(text, label, kind, edit, source=art.description)
         for make, label in ((self.role_swap, UNSUPPORTED), (self.moved_claim, NOT_ENOUGH_EVIDENCE),
                             (self.foreign_claim, NOT_ENOUGH_EVIDENCE)):
             if self.rng.random() < 0.5:
@@ -334,8 +365,17 @@ class Builder:
                     add(alt[0], label, alt[1], alt[2])
         return out
 
-    def _surface(self, claim: str, edit: Optional[int]) -> tuple[str, Optional[int]]:
-        """Label-blind rewrites: a date in another format, a hedge or attribution in front."""
+    def _surface(self, claim: str, edit: Optional[int], art: Article) -> tuple[str, Optional[int]]:
+        """Label-blind rewrites: other words for the same thing, a generated-style frame, the
+        description as an apposition, a date in another format, a hedge or attribution in front."""
+        if self.rng.random() < 0.35:
+            claim, edit = self.rewriter.synonyms(claim, edit)
+        r = self.rng.random()
+        if r < 0.2:
+            claim, edit = self.rewriter.frame(claim, edit)
+        elif r < 0.35:
+            desc = _lower_first(_LIFE.sub("", art.description).strip(" ,"))
+            claim, edit = self.rewriter.apposition(claim, edit, art.subject, desc)
         if self.rng.random() < 0.3:
             claim2 = _reformat_dates(claim)
             if claim2 != claim and edit is not None:

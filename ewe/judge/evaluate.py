@@ -70,17 +70,38 @@ def evaluate_generated(path: Path, judges: list[str]) -> dict:
     return {name: summarize(predictions(make_checker(name), rows)) for name in judges}
 
 
+RECORDED = Path(__file__).parent / "weights" / "recorded.json"  # figures of backends without a manifest
+
+
 def record(judge: str, summary: dict, labelled: str | Path) -> Path:
-    """Store a judge's figure on the hand-labelled set in its manifest (`hand_labelled`)."""
+    """Store a judge's figure on the hand-labelled set: in a trained judge's manifest
+    (`hand_labelled`), for alignment in weights/recorded.json (what `ewe eval` reports name)."""
     import json
 
     from ..files import write_json
     from .checker import resolve
 
+    figure = {"set": str(labelled), "n": summary["n"], "balanced_accuracy": summary["balanced_accuracy"],
+              "right_by_gold_label": summary["right_by_gold_label"]}
+    if judge == "alignment":
+        table = json.loads(RECORDED.read_text(encoding="utf-8")) if RECORDED.exists() else {}
+        table[judge] = figure
+        write_json(RECORDED, table)
+        return RECORDED
     path = resolve(judge) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8"))
-    manifest["hand_labelled"] = {"set": str(labelled), "n": summary["n"],
-                                 "balanced_accuracy": summary["balanced_accuracy"],
-                                 "right_by_gold_label": summary["right_by_gold_label"]}
+    manifest["hand_labelled"] = figure
     write_json(path, manifest)
     return path
+
+
+def recorded(judge: str) -> dict | None:
+    """The figure `record` stored for `judge` (alignment or a trained judge), or None."""
+    import json
+
+    from .checker import resolve
+
+    if judge == "alignment":
+        table = json.loads(RECORDED.read_text(encoding="utf-8")) if RECORDED.exists() else {}
+        return table.get(judge)
+    return json.loads((resolve(judge) / "manifest.json").read_text(encoding="utf-8")).get("hand_labelled")
