@@ -390,3 +390,26 @@ def test_the_hand_labelled_set_is_well_formed():
     for r in rows:
         assert r["topic"] in wiki.summaries() and D.is_held_out(r["topic"])  # the judge never trained on it
         assert r["sentence"].strip() and r["note"].strip()
+
+
+@pytest.mark.slow
+def test_length_buckets_give_the_probabilities_of_one_batch():
+    """Pairs are sorted by length into small batches (less padding): the same numbers, in input order."""
+    import torch
+
+    from ewe.judge.checker import shipped_judge
+    from ewe.wiki import passage
+
+    judge = shipped_judge()
+    wins = [w for t in ("Marie Curie", "Isaac Newton", "Charles Darwin") for w in judge.windows(passage(t))]
+    claims = [f"Claim {i}: Marie Curie was born in {1860 + i}." for i in range(len(wins))]
+    saved = judge.bucket
+    try:
+        judge.bucket = 1000
+        whole = judge.probabilities(claims, wins)
+        judge.bucket = 2
+        bucketed = judge.probabilities(claims, wins)
+    finally:
+        judge.bucket = saved
+    assert len(wins) > 2
+    torch.testing.assert_close(bucketed, whole, atol=0.02, rtol=0)  # bf16 autocast: padding moves the last bits
