@@ -71,8 +71,11 @@ def _overrides(args) -> dict:
     if out.get("retrieval.source") == "__none__":
         out["retrieval.source"] = None
     for item in getattr(args, "set", []) or []:
+        from .config import EWEConfig
+
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or "." not in key:
+        top_level = key.strip() in EWEConfig.model_fields and "." not in key  # e.g. method=cove
+        if not sep or not key.strip() or ("." not in key and not top_level):
             raise SystemExit(f"ewe: --set {item!r}: expected SECTION.KEY=VALUE, e.g. controller.max_retries=1")
         try:
             out[key.strip()] = yaml.safe_load(value)

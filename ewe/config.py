@@ -300,7 +300,19 @@ class EWEConfig(_Section):
         path = Path(path)
         if not path.exists():
             raise ConfigError(f"config file not found: {path}")
-        data = yaml.safe_load(path.read_text()) or {}
+        if not path.is_file():
+            raise ConfigError(f"--config {path}: not a file (give a YAML file such as configs/ewe.yaml)")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            if "constructor" in str(problem) or "tag" in str(problem):
+                problem = f"{problem} (YAML tags such as !!python are not allowed: configs hold plain values)"
+            raise ConfigError(f"{where}: not valid YAML: {problem}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections")
         try:

@@ -99,6 +99,12 @@ def resolve(name_or_path: str) -> str:
     """Turn "embedded" into the cached folder; leave paths and hub ids alone."""
     if name_or_path == EMBEDDED:
         return str(_materialize_embedded())
+    as_path = Path(name_or_path).expanduser()
+    if name_or_path.startswith(("/", ".", "~")) or as_path.exists():
+        if not as_path.is_dir():
+            raise FileNotFoundError(f"--model {name_or_path}: no such model folder (give \"embedded\", a folder "
+                                    "holding config.json and safetensors weights, or a hub id)")
+        return str(as_path)
     return name_or_path
 
 

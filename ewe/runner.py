@@ -48,10 +48,14 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
     `problem(row)` names what is wrong with a row, or None. All bad lines are reported at once."""
     if not path.exists():
         raise RunError(f"--input {path}: no such file")
+    if not path.is_file():
+        raise RunError(f"--input {path}: not a file")
+    raw = path.read_bytes()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = raw.decode("utf-8").splitlines()
     except UnicodeDecodeError as e:
-        raise RunError(f"--input {path}: not UTF-8 text (byte {e.start})") from None
+        line = raw[:e.start].count(b"\n") + 1
+        raise RunError(f"--input {path}:{line}: not UTF-8 text (byte {e.start})") from None
     rows, errors, seen = [], [], set()
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -155,14 +159,22 @@ def _read_results(path: Path) -> list[dict]:
 def check_same_config(output: Path, config: dict, force: bool) -> None:
     """Refuse to append to an output made with a different configuration (unless `force`)."""
     saved = output.with_name(output.name + ".config.json")
-    if saved.exists() and output.exists() and output.stat().st_size and not force:
+    if saved.exists() and output.exists() and output.stat().st_size:
         before = _with_current_defaults(json.loads(saved.read_text(encoding="utf-8")))
         if before != config:
             diff = sorted(_diff(before, config))
-            raise RunError(
-                f"{output} was made with another configuration (differs in {', '.join(diff[:6])}); "
-                "write to a new --output, or pass --force to append anyway"
-            )
+            if not force:
+                raise RunError(
+                    f"{output} was made with another configuration (differs in {', '.join(diff[:6])}); "
+                    "write to a new --output, or pass --force to append anyway"
+                )
+            # --force: the first configuration stays where it was; each forced one is added to a history
+            history = output.with_name(output.name + ".config.history.jsonl")
+            with history.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"forced_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "differs_in": diff,
+                                    "config": config}, ensure_ascii=False) + "\n")
+            print(f"ewe: --force: appending with another configuration; it is recorded in {history}", file=sys.stderr)
+            return
     output.parent.mkdir(parents=True, exist_ok=True)
     write_json(saved, config)
 
@@ -226,7 +238,7 @@ def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force:
         return _run(ewe, rows, input_path, output, force, show_trace, progress, passages)
 
 
-_SIDE_FILES = (".config.json", ".errors.jsonl", ".summary.json", ".lock")
+_SIDE_FILES = (".config.json", ".config.history.jsonl", ".errors.jsonl", ".summary.json", ".lock")
 
 
 def preflight(input_path: Path, output: Path, limit: int | None = None) -> list[dict]:

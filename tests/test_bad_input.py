@@ -247,3 +247,65 @@ def test_a_given_passage_longer_than_a_unit_warns_through_the_controller():
     with pytest.warns(UserWarning, match="truncated to unit_tokens=24"):
         r = ewe.generate("hi", passages=["word " * 100], max_new_tokens=6)
     assert any(e["type"] == "memory" for e in r.trace)  # it went through the controller
+
+
+# --- poor cases: one line naming the input, non-zero exit, no traceback -------------------------------
+
+
+@pytest.mark.parametrize("content,expect", [
+    ("model: [\n", r"bad\.yaml:2:1: not valid YAML"),
+    ('model: !!python/object/apply:os.system ["echo hi"]\n', r"bad\.yaml:1:8: .*!!python are not allowed"),
+    (b"model:\n  name: \xff\n", "not UTF-8"),
+    (None, "not a file"),
+])
+def test_bad_config_files_get_one_clear_line(tmp_path, capsys, content, expect):
+    path = tmp_path / "bad.yaml"
+    if content is None:
+        path.mkdir()
+    else:
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    assert cli.main(["generate", "--config", str(path), "hi"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ewe: error:") and "Traceback" not in err
+    import re
+
+    assert re.search(expect, err), err
+
+
+def test_a_missing_model_folder_is_named(capsys):
+    assert cli.main(["generate", "--model", "/nonexistent/model", "hi"]) == 2
+    assert "--model /nonexistent/model: no such model folder" in capsys.readouterr().err
+
+
+def test_set_reaches_top_level_settings(capsys):
+    args = cli.build_parser().parse_args(["generate", "--set", "method=cove", "hi"])
+    assert cli._overrides(args) == {"method": "cove"}
+    args = cli.build_parser().parse_args(["generate", "--set", "nosuchkey=1", "hi"])
+    with pytest.raises(SystemExit, match="SECTION.KEY=VALUE"):
+        cli._overrides(args)
+
+
+def test_a_non_utf8_input_names_the_file_and_line(tmp_path):
+    from ewe.runner import read_prompts
+
+    bad = tmp_path / "p.jsonl"
+    bad.write_bytes(b'{"prompt": "ok"}\n{"prompt": "caf\xe9"}\n')
+    with pytest.raises(RunError, match=r"p\.jsonl:2: not UTF-8"):
+        read_prompts(bad)
+    with pytest.raises(RunError, match="not a file"):
+        read_prompts(tmp_path)
+
+
+def test_a_killed_build_leaves_no_work_folder_behind_the_next_one(tmp_path):
+    import subprocess as sp
+
+    from ewe.retrieval.datastore import _work_dir
+
+    dead = sp.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".ds.tmp-{dead.pid}-abc"  # what SIGKILL left behind
+    stale.mkdir()
+    live = tmp_path / f".ds.tmp-{os.getpid()}-xyz"  # another build still running here
+    live.mkdir()
+    work = _work_dir(tmp_path / "ds")
+    assert not stale.exists() and live.exists() and work.exists() and work.name.startswith(f".ds.tmp-{os.getpid()}-")

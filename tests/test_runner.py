@@ -94,8 +94,13 @@ def test_resuming_with_another_configuration_is_refused(setup, capsys):
     assert cli.main(argv) == 0
     with pytest.raises(SystemExit, match="another configuration.*controller.verify_interval"):
         cli.main(argv + ["--verify-interval", "2"])
+    first = out.with_name(out.name + ".config.json").read_text()
     assert cli.main(argv + ["--verify-interval", "2", "--force", "--limit", "2"]) == 0
     assert [r["id"] for r in lines(out)] == ["p0", "p1"]
+    # --force keeps the configuration the first lines were made with, and records the forced one
+    assert out.with_name(out.name + ".config.json").read_text() == first
+    [forced] = lines(out.with_name(out.name + ".config.history.jsonl"))
+    assert forced["differs_in"] == ["controller.verify_interval"] and forced["config"]["controller"]["verify_interval"] == 2
 
 
 def test_a_run_saved_before_a_setting_existed_resumes_with_its_default(setup, capsys):

@@ -152,7 +152,7 @@ class Datastore:
         dim = emb.dimension
         _check_factory(dim, factory, len(chunks))  # fail before the slow part
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+        tmp = _work_dir(path)
         try:
             _write_passages(tmp / PASSAGES_FILE, chunks, first_id=0)
             t1 = time.perf_counter()
@@ -356,7 +356,7 @@ class Datastore:
             raise DatastoreError("reindex writes a new folder; give a path other than the datastore's own")
         _check_target(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+        tmp = _work_dir(path)
         try:
             for name in (PASSAGES_FILE, EMBEDDINGS_FILE):
                 shutil.copyfile(self.path / name, tmp / name)
@@ -457,6 +457,27 @@ def read_manifest(path: str | os.PathLike) -> dict:
     if manifest.get("format_version", 0) > FORMAT_VERSION:
         raise DatastoreError(f"{mf} has format version {manifest['format_version']}; this ewe reads up to {FORMAT_VERSION}")
     return manifest
+
+
+def _work_dir(path: Path) -> Path:
+    """A fresh `.NAME.tmp-PID-*` folder beside `path` to build in (renamed into place when done).
+    Folders of earlier builds whose process is gone (killed) are removed first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        pid = stale.name[len(f".{path.name}.tmp-"):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def sha256_file(path: Path) -> str:
