@@ -528,3 +528,22 @@ def test_a_sentence_without_claims_is_not_checkable_never_factual():
     check = FactChecker(Never(), evidence=StaticEvidenceSource(["Paris is in France."])).check_sentence("Qui est-ce ?")
     assert not check.checkable and not check.factual and not check.needs_rewrite
     assert check.verdict == NOT_CHECKABLE and check.to_dict()["verdict"] == NOT_CHECKABLE
+
+
+def test_coordinated_adjectives_stay_one_claim():
+    """Seen in `make demo`: "a brilliant and talented scientist" was split at "and" (talented
+    read as a verb) and the claim lost its verb; verbs after "and" still split."""
+    from ewe.verify.claims import RuleClaimExtractor
+
+    x = RuleClaimExtractor()
+
+    def claims(s):
+        return [c.text for c in x.extract(s, prompt="Tell me a bio of Marie Curie.").claims]
+
+    assert claims("Marie Curie was a brilliant and talented scientist.") == [
+        "Marie Curie was a brilliant and talented scientist."]
+    assert claims("Marie Curie was a respected and celebrated author.") == [
+        "Marie Curie was a respected and celebrated author."]
+    assert claims("Marie Curie built a house and painted it.") == ["Marie Curie built a house.", "Marie Curie painted it."]
+    assert claims("Marie Curie founded a company and moved to Paris.") == [
+        "Marie Curie founded a company.", "Marie Curie moved to Paris."]

@@ -246,6 +246,8 @@ class RuleClaimExtractor:
             right = body[m.end():]
             if m.group(0).strip() != ";" and _RELATIVE.search(body[pos:m.start()]):
                 continue  # "..., in which Batista overthrew X and consolidated power": not the subject's verb
+            if m.group(0).strip() != ";" and _coordinated_adjective(body[pos:m.start()], right):
+                continue  # "a brilliant and talented scientist": one noun phrase, not two clauses
             if m.group(0).strip() == ";" or _starts_with_verb(right) or _pronoun_clause(right):
                 pieces.append(body[pos:m.start()])
                 pos = m.end()
@@ -271,6 +273,26 @@ class RuleClaimExtractor:
                 p = f"{carry} {p}"
             out.append(p)
         return out
+
+
+_VERB_FOLLOWERS = {"it", "them", "him", "her", "the", "a", "an", "to", "in", "on", "at", "by", "with", "for", "from",
+                   "his", "their", "its", "this", "that", "as", "into", "up", "out", "over", "about"}
+
+
+def _coordinated_adjective(left: str, right: str) -> bool:
+    """"... a brilliant" + "talented scientist": the right side opens with an -ed word that is
+    no known verb (an adjective such as talented, renowned) and the left ends inside a noun
+    phrase (an article and one word)."""
+    m = _WORD.match(right)
+    if not m:
+        return False
+    w = m.group(0).lower()
+    known = w in VERBS or w in PARTICIPLES
+    nxt = _WORD.match(right, m.end() + 1)
+    if nxt is None or nxt.group(0).lower() in _VERB_FOLLOWERS:
+        return False  # "and painted it", "and moved to Paris": a verb with its object
+    return (not known and w.endswith("ed")
+            and re.search(r"\b(?:a|an|the|his|her|its|their)\s+[\w'’-]+$", left.rstrip(), re.IGNORECASE) is not None)
 
 
 def _claim_like(sentence: str) -> bool:
