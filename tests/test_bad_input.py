@@ -309,3 +309,21 @@ def test_a_killed_build_leaves_no_work_folder_behind_the_next_one(tmp_path):
     live.mkdir()
     work = _work_dir(tmp_path / "ds")
     assert not stale.exists() and live.exists() and work.exists() and work.name.startswith(f".ds.tmp-{os.getpid()}-")
+
+
+def test_an_empty_search_query_is_an_error(tmp_path, capsys):
+    from ewe.retrieval.cli import main
+
+    assert main(["index", "search", str(tmp_path / "no-ds"), "  "]) == 2
+    assert "query 1 is empty" in capsys.readouterr().err  # said before the datastore is even opened
+
+
+def test_the_audit_page_shows_generated_html_as_text():
+    from ewe.eval.report import _audit_md
+
+    a = {"audit_id": 1, "label": "supported", "score": 0.5, "method": "ewe", "dataset": "bio", "id": "x",
+         "sentence": "<script>alert(1)</script> was born", "claim": "<img src=x onerror=alert(1)>", "error": None,
+         "evidence": [{"title": "<b>T</b>", "score": 0.9, "text": "a <iframe> passage"}]}
+    md = _audit_md([a], "t")
+    assert "<script>" not in md and "<img" not in md and "<iframe>" not in md and "<b>" not in md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; was born" in md

@@ -17,6 +17,7 @@ temporary file beside it and then os.replace'd, so a report is never half writte
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
@@ -366,7 +367,13 @@ def _audit_sample(claims: list[dict], size: int, seed: int) -> list[dict]:
 
 
 def _quote(text: str) -> str:
-    return "\n".join("> " + line for line in str(text).splitlines() or [""])
+    return "\n".join("> " + line for line in _md(text).splitlines() or [""])
+
+
+def _md(text) -> str:
+    """Generated or retrieved text shown in Markdown as text: HTML tags and entities escaped
+    (a renderer would otherwise run `<script>` or draw `<img>` written by the model)."""
+    return html.escape(str(text), quote=False)
 
 
 def _audit_md(sample: list[dict], title: str) -> str:
@@ -377,11 +384,11 @@ def _audit_md(sample: list[dict], title: str) -> str:
     for a in sample:
         lines += [f"## {a['audit_id']}. {a['label']} (score {_fmt(a['score'], 'three')})", "",
                   f"*{a['method']} / {a['dataset']}, response {a['id']}*", "",
-                  "Sentence:", "", _quote(a["sentence"]), "", f"Claim: **{a['claim']}**", ""]
+                  "Sentence:", "", _quote(a["sentence"]), "", f"Claim: **{_md(a['claim'])}**", ""]
         if a["error"]:
-            lines += [f"Checker error: {a['error']}", ""]
+            lines += [f"Checker error: {_md(a['error'])}", ""]
         for e in a["evidence"]:
-            lines += [f"- *{e['title']}* ({_fmt(e.get('score'), 'three')}): {e['text']}"]
+            lines += [f"- *{_md(e['title'])}* ({_fmt(e.get('score'), 'three')}): {_md(e['text'])}"]
         if not a["evidence"]:
             lines.append("- (no evidence)")
         lines += ["", "Human label: ____", ""]

@@ -109,6 +109,9 @@ def cmd_index_build(args) -> int:
 def cmd_index_search(args) -> int:
     from .datastore import Datastore
 
+    for n, q in enumerate(args.query, 1):
+        if not q.strip():
+            raise ValueError(f"query {n} is empty: give the text to search for")
     ds = Datastore.load(args.out, verify=not args.no_verify)
     results = ds.search(args.query, k=args.k, threshold=args.threshold, dedup_sources=args.dedup)
     for query, hits in zip(args.query, results):
