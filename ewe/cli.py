@@ -67,12 +67,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 def _overrides(args) -> dict:
     import yaml
 
+    from .config import EWEConfig
+
     out = {k: v for k, v in vars(args).items() if "." in k and v is not None}
     if out.get("retrieval.source") == "__none__":
         out["retrieval.source"] = None
     for item in getattr(args, "set", []) or []:
-        from .config import EWEConfig
-
         key, sep, value = item.partition("=")
         top_level = key.strip() in EWEConfig.model_fields and "." not in key  # e.g. method=cove
         if not sep or not key.strip() or ("." not in key and not top_level):
@@ -103,11 +103,12 @@ def cmd_generate(args) -> int:
             passages.append(Path(f).read_text(encoding="utf-8").strip())
         except (OSError, UnicodeDecodeError) as e:
             raise SystemExit(f"ewe generate: --passage-file {f}: cannot read it as UTF-8 text ({e})") from None
-    if args.input:
-        from .runner import RunError, preflight
+    from .runner import RunError, preflight, print_summary, run
 
+    rows = None
+    if args.input:
         try:
-            preflight(Path(args.input), Path(args.output))
+            rows = preflight(Path(args.input), Path(args.output))  # before the model loads
         except RunError as e:
             raise SystemExit(f"ewe generate: {e}") from None
     ewe = _load_ewe(args)
@@ -124,10 +125,8 @@ def cmd_generate(args) -> int:
                 print(f"[retrieved {hit['score']:.3f}] {hit['title']}", file=sys.stderr)
             print(result.text)
         return 0
-    from .runner import RunError, print_summary, run
-
     try:
-        summary = run(ewe, Path(args.input), Path(args.output), passages=passages or None, progress=True)
+        summary = run(ewe, Path(args.input), Path(args.output), passages=passages or None, rows=rows)
     except RunError as e:
         raise SystemExit(f"ewe generate: {e}") from None
     print_summary(summary)
@@ -140,10 +139,10 @@ def cmd_run(args) -> int:
     if not args.config:
         raise SystemExit("ewe run: --config is required (configs/ewe.yaml, rag.yaml, flare.yaml, ra.yaml, bare.yaml)")
     try:
-        preflight(Path(args.input), Path(args.output), args.limit)
+        rows = preflight(Path(args.input), Path(args.output), args.limit)  # before the model loads
         ewe = _load_ewe(args)
-        summary = run(ewe, Path(args.input), Path(args.output), limit=args.limit, force=args.force,
-                      show_trace=args.show_trace)
+        summary = run(ewe, Path(args.input), Path(args.output), force=args.force, show_trace=args.show_trace,
+                      rows=rows)
     except RunError as e:
         raise SystemExit(f"ewe run: {e}") from None
     print_summary(summary)

@@ -6,7 +6,7 @@ Errors name the setting, the value given and the limit (pydantic does the checki
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Literal
+from typing import Literal, Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator

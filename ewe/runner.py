@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import InputError
-from .files import atomic_write, read_jsonl, write_json
+from .files import atomic_write, read_jsonl, write_json, write_jsonl
 
 
 class RunError(InputError):
@@ -228,12 +228,16 @@ def summarize(results: list[dict], wall_s: float, errors: int) -> dict:
 
 
 def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force: bool = False,
-        show_trace: bool = False, progress: bool = True, passages: list[str] | None = None) -> dict:
+        show_trace: bool = False, progress: bool = True, passages: list[str] | None = None,
+        rows: list[dict] | None = None) -> dict:
     """Generate for every unfinished prompt of `input_path`, appending to `output`; return the summary.
 
     `passages` are used for lines without a "passages" field (`ewe generate --passage`); a
-    line's own "passages" always wins, and [] there means no memory at all, as in the API."""
-    rows = preflight(input_path, output, limit)
+    line's own "passages" always wins, and [] there means no memory at all, as in the API.
+    `rows`: what `preflight` returned for these arguments (a caller that checked before loading
+    the model), so the prompts are not read twice."""
+    if rows is None:
+        rows = preflight(input_path, output, limit)
     with exclusive(output):
         return _run(ewe, rows, input_path, output, force, show_trace, progress, passages)
 
@@ -321,7 +325,7 @@ def _forget_errors_of(errors_path: Path, ids: set[str]) -> None:
         return
     kept = [row for _, row in read_jsonl(errors_path, skip_bad=True)
             if not (isinstance(row, dict) and str(row.get("id")) in ids)]
-    atomic_write(errors_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+    write_jsonl(errors_path, kept)
 
 
 def print_summary(s: dict) -> None:

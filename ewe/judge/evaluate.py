@@ -9,6 +9,7 @@ not_checkable are scored apart: how many the splitter also finds no claim in.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -76,17 +77,13 @@ RECORDED = Path(__file__).parent / "weights" / "recorded.json"  # figures of bac
 def record(judge: str, summary: dict, labelled: str | Path) -> Path:
     """Store a judge's figure on the hand-labelled set: in a trained judge's manifest
     (`hand_labelled`), for alignment in weights/recorded.json (what `ewe eval` reports name)."""
-    import json
-
     from ..files import write_json
     from .checker import resolve
 
     figure = {"set": str(labelled), "n": summary["n"], "balanced_accuracy": summary["balanced_accuracy"],
               "right_by_gold_label": summary["right_by_gold_label"]}
     if judge == "alignment":
-        table = json.loads(RECORDED.read_text(encoding="utf-8")) if RECORDED.exists() else {}
-        table[judge] = figure
-        write_json(RECORDED, table)
+        write_json(RECORDED, {**_recorded_table(), judge: figure})
         return RECORDED
     path = resolve(judge) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -97,11 +94,12 @@ def record(judge: str, summary: dict, labelled: str | Path) -> Path:
 
 def recorded(judge: str) -> dict | None:
     """The figure `record` stored for `judge` (alignment or a trained judge), or None."""
-    import json
-
     from .checker import resolve
 
     if judge == "alignment":
-        table = json.loads(RECORDED.read_text(encoding="utf-8")) if RECORDED.exists() else {}
-        return table.get(judge)
+        return _recorded_table().get(judge)
     return json.loads((resolve(judge) / "manifest.json").read_text(encoding="utf-8")).get("hand_labelled")
+
+
+def _recorded_table() -> dict:
+    return json.loads(RECORDED.read_text(encoding="utf-8")) if RECORDED.exists() else {}
