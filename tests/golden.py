@@ -1,0 +1,87 @@
+"""Greedy outputs and traces of every shipped method on a fixed prompt set, recorded so that a
+refactor can show it changed nothing (issue 16: byte-identical before and after).
+
+    python tests/golden.py --record    # write tests/data/golden.jsonl (after a change that should move them)
+    python tests/golden.py             # compare, print the first difference of each method
+
+The methods run as shipped (configs/*.yaml, the embedded model and Wikipedia datastore) with
+a short answer, so a run takes a few minutes on two cores. Timings (trace times, seconds) are dropped; everything
+else a user sees (text, token ids, log-probs to 5 places, finish reason, memory, retrieved
+passages, stats, the trace, the sentences) is kept.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "data" / "golden.jsonl"
+PROMPTS = ["Tell me a bio of Marie Curie.", "Tell me about the Eiffel Tower."]
+MAX_NEW_TOKENS = 40
+METHODS = {  # name -> (config file, overrides)
+    "bare": ("bare.yaml", {}),
+    "ra": ("ra.yaml", {}),
+    "ewe": ("ewe.yaml", {}),
+    "flare": ("flare.yaml", {}),
+    "streaming-vr": ("streaming-vr.yaml", {}),
+    "full-vr": ("full-vr.yaml", {}),
+    "a2r": ("a2r.yaml", {"a2r.max_iterations": 1}),
+    "cove": ("cove.yaml", {}),
+}
+
+
+def _untimed(value):
+    """`value` without wall-clock fields (keys "t", "seconds" or ending in "_s"); floats to 5 places."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in ("t", "seconds") and not k.endswith("_s")}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 5)
+    return value
+
+
+def run_all(methods=None) -> list[dict]:
+    from ewe import EWE
+    from ewe.config import EWEConfig
+
+    base = EWE.from_config(str(ROOT / "configs" / "bare.yaml"))
+    rows = []
+    for name in methods or METHODS:
+        file, overrides = METHODS[name]
+        cfg = EWEConfig.from_yaml(str(ROOT / "configs" / file), **{"decoding.max_new_tokens": MAX_NEW_TOKENS,
+                                                                    "decoding.temperature": 0.0, **overrides})
+        ewe = EWE(base.model, base.tokenizer, cfg)
+        for prompt in PROMPTS:
+            result = ewe.generate(prompt)
+            rows.append({"method": name, **_untimed(result.to_dict())})
+    return rows
+
+
+def differences(expected: list[dict], got: list[dict]) -> list[str]:
+    """One line per (method, prompt) whose record differs, naming the first differing field."""
+    out = []
+    for e, g in zip(expected, got):
+        if e != g:
+            field = next((k for k in e if e.get(k) != g.get(k)), "?")
+            out.append(f"{e['method']} / {e['prompt']!r}: {field} differs")
+    if len(expected) != len(got):
+        out.append(f"{len(expected)} records expected, {len(got)} produced")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    rows = run_all()
+    if "--record" in argv:
+        GOLDEN.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        print(f"recorded {len(rows)} outputs in {GOLDEN}")
+        return 0
+    expected = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
+    diffs = differences(expected, rows)
+    print("\n".join(diffs) or f"all {len(rows)} outputs identical to {GOLDEN.name}")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
