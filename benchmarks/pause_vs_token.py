@@ -18,7 +18,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--repeats", type=int, default=30)
 args = ap.parse_args()
 ewe = EWE.from_config()
-ds = default_datastore(ewe.tokenizer, chunk_tokens=128, progress=True)
+ds = default_datastore(ewe.tokenizer, chunk_tokens=127, progress=True)
 session = DecodingSession(ewe.model, None, 0)
 logits = session.prefill(torch.tensor([ewe.prompt_ids("Tell me a bio of Albert Einstein.")]))
 queries = [f"Tell me a bio of Albert Einstein. He was born in {1800 + i}." for i in range(args.repeats)]

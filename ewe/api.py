@@ -65,8 +65,8 @@ class EWE:
             from .retrieval import Datastore, default_datastore
 
             if source == "embedded":
-                chunk = self.config.memory.unit_tokens - int(self.config.memory.unit_start_token)
-                self._datastore = default_datastore(self.tokenizer, chunk_tokens=chunk)
+                # one datastore for every config: a unit holds the passage plus its start token
+                self._datastore = default_datastore(self.tokenizer, chunk_tokens=self.config.memory.unit_tokens - 1)
             else:
                 self._datastore = Datastore.load(source)
         return self._datastore

@@ -57,3 +57,23 @@ def test_ra_baseline_prepends_the_same_passages(datastore):
 def test_top_k_must_fit_the_pool(datastore):
     with pytest.raises(ConfigError, match="retrieval.top_k=5 passages do not fit memory.retrieval_units=3"):
         make(datastore, top_k=5)
+
+
+def test_every_shipped_config_the_demo_and_the_tests_read_one_embedded_datastore(monkeypatch):
+    """Issue 16: configs with and without a unit start token used to build two 14k-passage
+    datastores one token apart (c127, c128); now a unit holds a passage plus its start token."""
+    import ewe.retrieval as retrieval
+    from ewe.retrieval.embedded import default_datastore_path
+
+    asked = set()
+    monkeypatch.setattr(retrieval, "default_datastore",
+                        lambda tok, chunk_tokens=retrieval.DEFAULT_CHUNK_TOKENS, **kw: asked.add(chunk_tokens))
+    configs = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
+    for path in configs:
+        for start_token in (True, False):
+            cfg = EWEConfig.from_yaml(str(path), **{"memory.unit_start_token": start_token})
+            if cfg.retrieval.source == "embedded":
+                _ = EWE(tiny_model(), tiny_tokenizer(), cfg).datastore
+    assert asked == {retrieval.DEFAULT_CHUNK_TOKENS}  # the size tests/test_retrieval_embedded.py builds
+    tok = tiny_tokenizer()
+    assert default_datastore_path(tok).name == default_datastore_path(tok, chunk_tokens=127).name

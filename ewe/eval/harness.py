@@ -54,7 +54,7 @@ class Loader:
             self.models[key] = load_model(config.model.name, config.model.dtype, config.model.device)[:2]
         model, tokenizer = self.models[key]
         ewe = EWE(model, tokenizer, config)
-        ds_key = (key, config.retrieval.source, config.memory.unit_tokens, config.memory.unit_start_token)
+        ds_key = (key, config.retrieval.source, config.memory.unit_tokens)
         if config.retrieval.source is not None:
             if ds_key not in self.datastores:
                 self.datastores[ds_key] = ewe.datastore

@@ -20,7 +20,10 @@ from typing import Iterable, Sequence
 from ..tokens import text_ids, text_ids_many
 from .corpus import Document
 
-DEFAULT_CHUNK_TOKENS = 128  # = ewe's default memory unit size M (config memory.unit_tokens)
+# A memory unit of M tokens holds one passage plus its start token, so the default passage is
+# M - 1 = 127 tokens for ewe's default M = 128 (config memory.unit_tokens); every config, with
+# or without the start token, reads the same datastore (issue 16: one datastore, not two).
+DEFAULT_CHUNK_TOKENS = 127
 MIN_CHUNK_TOKENS = 8
 
 

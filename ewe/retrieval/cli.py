@@ -31,7 +31,7 @@ def add_index_commands(subparsers) -> argparse.ArgumentParser:
                    help="L2-normalize embeddings (default: as the model is configured; off with --pooling)")
     b.add_argument("--factory", default="Flat", help='faiss.index_factory string: "Flat" (exact), "HNSW32", "IVF64,Flat", ...')
     b.add_argument("--search-params", help='FAISS search parameters, e.g. "nprobe=16" (default: chosen from the factory)')
-    b.add_argument("--chunk-tokens", type=positive_int, default=None, help="most tokens per passage, title included (default 128)")
+    b.add_argument("--chunk-tokens", type=positive_int, default=None, help="most tokens per passage, title included (default 127: a 128-token memory unit holds the passage and its start token)")
     b.add_argument("--tokenizer", default=EMBEDDED, help='tokenizer counting passage tokens: "embedded" (SmolLM2) or a local folder')
     b.add_argument("--on-error", choices=["skip", "raise"], default="skip", help="malformed corpus lines: skip and count, or stop")
     b.add_argument("--batch-size", type=positive_int, default=64, help="embedding batch size")

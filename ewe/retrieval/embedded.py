@@ -63,7 +63,7 @@ def default_datastore(
 
     Args:
         tokenizer: passages are at most `chunk_tokens` of its tokens, title prefix included.
-        chunk_tokens: keep it at most the memory unit size M (minus one with a start token).
+        chunk_tokens: the memory unit size M minus one (the unit's start token); the default fits M = 128.
         rebuild: build even if a cached copy exists (a corrupt cached copy is rebuilt anyway).
         progress: tqdm bars while building.
 
