@@ -15,7 +15,7 @@ import torch
 from . import tokens
 from .errors import InputError, InputTypeError
 from .config import ConfigError, DecodingConfig, EWEConfig
-from .engine import DecodingSession, Sampler, decode
+from .engine import DecodingSession, Sampler, TokenLoop
 from .memory import MemoryState, UnitEncoder, WorkingMemory
 from .modeling import patch_model
 from .models import load_model
@@ -289,10 +289,9 @@ class EWE:
 
         input_ids, valid = self._left_pad(ids)
         session = DecodingSession(self.model, state, offset, self.config.model.attention_impl)
-        logits = session.prefill(input_ids, valid)
-        t2 = time.perf_counter()
-        sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
-        conts = decode(session, logits, sampler, dec.max_new_tokens, self.stop_ids)
+        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens)
+        conts = loop.run(input_ids, valid)
+        t2 = t1 + loop.prefill_s
         t3 = time.perf_counter()
 
         results = []

@@ -110,7 +110,7 @@ def test_no_memory_is_token_identical_to_unpatched_generate():
     patched = tiny_model(seed=0)
     patch_model(patched)
     session = DecodingSession(patched, None, 0)
-    out = decode(session, session.prefill(ids), Sampler(), 20, stop_ids=set())[0]
+    out = decode(session, ids, None, Sampler(), 20, stop_ids=set())[0]
     assert out.token_ids == expected
     assert len(set(expected)) > 3  # a sequence with some variety, not one token repeated
 

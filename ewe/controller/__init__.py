@@ -1,12 +1,12 @@
-"""The controller around the decoding loop: when to pause, what a pause does, and the trace.
+"""The controller around the token loop (engine/loop.py): when to pause, what a pause does, and the trace.
 
     sentences.py  SentenceTracker: generated tokens -> complete sentences (pysbd), confidence
     schedule.py   PauseSchedule: interval (T_r, T_v) and confidence (entropy, min-prob) triggers
     feedback.py   fact-check outcome -> feedback messages for the feedback pool (table 4 forms)
     trace.py      Trace: every event as JSON-ready data; render() for people
-    loop.py       Controller / ControlledRun: decode, pause, refresh, check, backtrack
+    controlled_run.py  Controller / ControlledRun: the loop's hook that pauses, refreshes, checks, backtracks
 """
-from .loop import Controller, ControlledRun
+from .controlled_run import Controller, ControlledRun
 from .sentences import Sentence, SentenceTracker
 from .trace import Trace, render
 

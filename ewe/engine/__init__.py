@@ -1,6 +1,6 @@
-"""The engine: a decoding session over the patched model, sampling, and the token loop."""
-from .decode import Continuation, decode
+"""The engine: a decoding session over the patched model, sampling, and the one token loop."""
+from .loop import Continuation, Hook, Rewind, TokenLoop, decode
 from .sampling import Sampler
 from .session import DecodingSession
 
-__all__ = ["Continuation", "DecodingSession", "Sampler", "decode"]
+__all__ = ["Continuation", "DecodingSession", "Hook", "Rewind", "Sampler", "TokenLoop", "decode"]

@@ -35,7 +35,7 @@ import torch
 from ..controller.sentences import SentenceTracker
 from ..tokens import text_ids
 from ..controller.trace import Trace, check_event
-from ..engine import DecodingSession, Sampler
+from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
@@ -219,68 +219,47 @@ class VerifyRefine(CheckedMethod):
         ewe = self.ewe
         ids = ewe.prompt_ids(gen_prompt, dec.system_prompt)
         ewe._check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
-        t0 = time.perf_counter()
+        live = _LiveAnswer(self, run, gen_prompt)
         session = DecodingSession(ewe.model, None, 0, ewe.config.model.attention_impl)
-        logits = session.prefill(torch.tensor([ids]))
-        run.seconds["generate"] += time.perf_counter() - t0
-        live = _LiveAnswer(self, run, gen_prompt, session, len(ids))
-        sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
-        budget = BUDGET_FACTOR * dec.max_new_tokens
-        while True:
-            t = live.tracker
-            if len(t.tokens) >= dec.max_new_tokens or run.decoded >= budget:
-                finish = "length" if len(t.tokens) >= dec.max_new_tokens else "budget"
-                changed = live.verify([s for s in t.finish(complete=False) if s.complete], at_end=True)
-                if changed is None or run.decoded >= budget:
-                    break
-                logits = changed  # a sentence before the last was refined: the rest is written again
-                continue
-            t0 = time.perf_counter()
-            tok, logprob, entropy = (x.item() for x in sampler(logits))
-            run.decoded += 1
-            run.trace.step = run.decoded
-            if tok in ewe.stop_ids:
-                run.seconds["generate"] += time.perf_counter() - t0
-                changed = live.verify(t.finish(complete=True), at_end=True)
-                if changed is None:
-                    finish = "eos"
-                    break
-                logits = changed
-                continue
-            done = t.append(tok, logprob, entropy)
-            run.seconds["generate"] += time.perf_counter() - t0
-            changed = live.verify(done, at_end=False)
-            if changed is None:
-                t0 = time.perf_counter()
-                logits = session.step(torch.tensor([tok]))
-                run.seconds["generate"] += time.perf_counter() - t0
-            else:
-                logits = changed
+        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), ewe.stop_ids, dec.max_new_tokens,
+                         records=[live.tracker], hook=live, budget=BUDGET_FACTOR * dec.max_new_tokens)
+        loop.run(torch.tensor([ids]))
+        run.seconds["generate"] += loop.model_s
         t = live.tracker
         cut_off = t.unfinished()
         for s in t.sentences + ([cut_off] if cut_off else []):
             run.sentences.append({**s.describe(), "checked": s.start in live.verdicts,
                                   "needs_rewrite": live.verdicts.get(s.start),
                                   "refined": s.start in live.refined_starts})
-        return t.text, list(t.tokens), list(t.logprobs), finish
+        return t.text, list(t.tokens), list(t.logprobs), loop.reasons[0]
 
 
-class _LiveAnswer:
-    """Streaming-VR's live state: the generated tokens, their sentences, and which are settled."""
+class _LiveAnswer(Hook):
+    """Streaming-VR's live state, a hook of the token loop: the generated tokens, their
+    sentences, and which are settled."""
 
-    def __init__(self, method: VerifyRefine, run: _Run, gen_prompt: str, session: DecodingSession, prompt_len: int):
+    def __init__(self, method: VerifyRefine, run: _Run, gen_prompt: str):
         self.method, self.run, self.gen_prompt = method, run, gen_prompt
-        self.session, self.prompt_len = session, prompt_len
         self.tracker = SentenceTracker(method.ewe.tokenizer)
         self.settled = 0  # tokens before this were verified (and refined if they failed): never checked again
         self.verdicts: dict[int, bool] = {}  # sentence start -> needs_rewrite
         self.refined_starts: set[int] = set()
 
-    def verify(self, sentences, at_end: bool) -> torch.Tensor | None:
+    def on_step(self, loop: TokenLoop) -> None:
+        self.run.decoded = self.run.trace.step = loop.decoded
+
+    def on_token(self, loop: TokenLoop, row: int, token: int, completed: list) -> Rewind | None:
+        return self.verify(completed, at_end=False)
+
+    def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | None:
+        t = self.tracker
+        done = t.finish(complete=True) if reason == "eos" else [s for s in t.finish(complete=False) if s.complete]
+        return self.verify(done, at_end=True)  # a Rewind: a sentence was refined and the rest is written again
+
+    def verify(self, sentences, at_end: bool) -> Rewind | None:
         """Check the newly completed sentences; on the first that fails, put the refined
-        sentence in its place and return the logits after it, from which generation goes on.
-        None when nothing changed, or when decoding has ended (`at_end`) and the refined
-        sentence was the answer's last: the answer is then complete as it stands."""
+        sentence in its place, from which generation goes on. When decoding has ended
+        (`at_end`) and the refined sentence was the answer's last, the answer ends with it."""
         t = self.tracker
         for n, s in enumerate(sentences, 1):
             if s.start < self.settled:
@@ -296,24 +275,13 @@ class _LiveAnswer:
             return self._replace(s.start, refined, last=at_end and n == len(sentences))
         return None
 
-    def _replace(self, start: int, sentence: str, last: bool) -> torch.Tensor | None:
-        """Tokens from `start` on become `sentence`'s; the generator's own log-probs and
-        entropies of the forced tokens are recorded, so confidence stays comparable."""
-        t, tok = self.tracker, self.method.ewe.tokenizer
+    def _replace(self, start: int, sentence: str, last: bool) -> Rewind:
+        """Tokens from `start` on become `sentence`'s, forced through the loop, which records the
+        generator's own log-probs and entropies of them, so confidence stays comparable."""
+        t = self.tracker
         text = sentence if start == 0 or t.decode(0, start).endswith((" ", "\n")) else " " + sentence
-        new_ids = text_ids(tok, text)
+        new_ids = text_ids(self.method.ewe.tokenizer, text)
         self.run.trace.add("backtrack", why="refined sentence replaces the failed one", start_token=start,
                            removed_tokens=len(t.tokens) - start, removed_text=t.decode(start), attempt=1, feedback=[])
-        t0 = time.perf_counter()
-        t.truncate(start)
-        logits = self.session.truncate(self.prompt_len + start)
-        for i in new_ids:
-            logprobs = torch.log_softmax(logits[0].float(), dim=-1)
-            t.extend([i], [logprobs[i].item()], [-(logprobs.exp() * logprobs).sum().item()])
-            logits = self.session.step(torch.tensor([i]))
-        self.run.seconds["generate"] += time.perf_counter() - t0
-        self.settled = len(t.tokens)
-        if last:
-            t.finish(complete=True)  # the refined last sentence ends the answer
-            return None
-        return logits
+        self.settled = start + len(new_ids)
+        return Rewind(start, new_ids, end=last)

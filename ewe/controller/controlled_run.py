@@ -1,4 +1,5 @@
-"""EWE's controller: decode, pause, refresh memory, fact-check, backtrack (section 3.1).
+"""EWE's controller: pause, refresh memory, fact-check, backtrack (section 3.1), as a hook of
+the one token loop (engine/loop.py), which decodes.
 
 One prompt at a time. Each sampled token is first added to the text; pauses due at that
 point run before the token is fed to the model, so the token and everything after it
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..engine import DecodingSession, Sampler
+from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..verify.types import UNSUPPORTED
 from .feedback import feedback_messages
@@ -39,8 +40,11 @@ def _hits(hits) -> list[dict]:
     return [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits]
 
 
-class ControlledRun:
-    """The state of one prompt's controlled generation (built and run by `Controller.run`)."""
+class ControlledRun(Hook):
+    """One prompt's controlled generation: a hook of the token loop (built and run by `Controller.run`).
+
+    It sees each token the loop adds, runs the pauses that are due, and answers with a
+    `Rewind` when a sentence is to be written again."""
 
     def __init__(self, ewe, fact_checker, prompt: str, dec, passages: list[str] | None):
         self.ewe, self.checker, self.prompt, self.dec = ewe, fact_checker, prompt, dec
@@ -98,19 +102,22 @@ class ControlledRun:
 
     # -- backtracking --------------------------------------------------------------------
 
-    def _backtrack(self, start: int, why: str, attempt: int, feedback: list[dict]) -> torch.Tensor:
-        removed_tokens = len(self.tracker.tokens) - start
-        removed = self.tracker.truncate(start)
+    def _backtrack(self, start: int, why: str, attempt: int, feedback: list[dict],
+                   restore: Attempt | None = None) -> Rewind:
+        """Remove the text from token `start` on (the loop crops it), then put `restore` back if given."""
         for sched in self.schedules.values():
             sched.forget_from(start)
         self.attempts = {s: a for s, a in self.attempts.items() if s <= start}
         self.backtracks += 1
-        self.trace.add("backtrack", why=why, start_token=start, removed_tokens=removed_tokens, removed_text=removed,
-                       attempt=attempt, feedback=[{k: f[k] for k in ("form", "title", "text")} for f in feedback])
-        return self.session.truncate(self.prompt_len + start)
+        self.trace.add("backtrack", why=why, start_token=start, removed_tokens=len(self.tracker.tokens) - start,
+                       removed_text=self.tracker.decode(start), attempt=attempt,
+                       feedback=[{k: f[k] for k in ("form", "title", "text")} for f in feedback])
+        if restore is None:
+            return Rewind(start)
+        return Rewind(start, restore.tokens, restore.logprobs, restore.entropies)
 
-    def _on_failed(self, sentence: Sentence, check) -> torch.Tensor | None:
-        """Decide what happens to a sentence that failed its check; logits if the text changed."""
+    def _on_failed(self, sentence: Sentence, check) -> Rewind | None:
+        """Decide what happens to a sentence that failed its check; a Rewind if the text changes."""
         history = self.attempts.setdefault(sentence.start, [])
         t = self.tracker
         history.append(Attempt(t.tokens[sentence.start:sentence.end], t.logprobs[sentence.start:sentence.end],
@@ -141,14 +148,13 @@ class ControlledRun:
                        why=f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up")
         if best is history[-1]:
             return None
-        logits = self._backtrack(sentence.start, "retries exhausted: restoring the best attempt", len(history), [])
-        self.tracker.extend(best.tokens, best.logprobs, best.entropies)
-        return self.session.extend(torch.tensor([best.tokens]))
+        return self._backtrack(sentence.start, "retries exhausted: restoring the best attempt", len(history), [],
+                               restore=best)
 
     # -- pauses ---------------------------------------------------------------------------
 
-    def _pauses(self, final: bool) -> torch.Tensor | None:
-        """Run the pauses due now; logits when the text was changed (a backtrack)."""
+    def _pauses(self, final: bool) -> Rewind | None:
+        """Run the pauses due now; a Rewind when the text is to change (a backtrack)."""
         sentences, reason = self.schedules["retrieval"].due(final)
         if sentences and not final:
             s = sentences[-1]
@@ -168,9 +174,9 @@ class ControlledRun:
             event["needs_rewrite"] = rewrite = self._needs_rewrite(check)
             self.checks[(s.start, s.text)] = event
             if rewrite:
-                logits = self._on_failed(s, check)
-                if logits is not None:
-                    return logits
+                rewind = self._on_failed(s, check)
+                if rewind is not None:
+                    return rewind
         return None
 
     def _needs_rewrite(self, check) -> bool:
@@ -185,7 +191,26 @@ class ControlledRun:
         for sched in self.schedules.values():
             sched.add(fresh)
 
-    # -- the loop ---------------------------------------------------------------------------
+    # -- the loop's hook ----------------------------------------------------------------------
+
+    def sampler(self, loop: TokenLoop) -> Sampler | None:
+        return self.retry_sampler if self.rewriting is not None else None
+
+    def on_step(self, loop: TokenLoop) -> None:
+        self.decoded = self.trace.step = loop.decoded
+        for sched in self.schedules.values():
+            sched.tick()
+
+    def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | None:
+        self._new_sentences(completed)
+        return self._pauses(final=False)
+
+    def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | None:
+        if reason == "eos":
+            self._new_sentences(self.tracker.finish(complete=True))
+        else:  # cut off: a last sentence that is not complete is never checked
+            self._new_sentences([s for s in self.tracker.finish(complete=False) if s.complete])
+        return self._pauses(final=True)
 
     def run(self) -> GenerationResult:
         ewe, dec, t_start = self.ewe, self.dec, time.perf_counter()
@@ -201,45 +226,18 @@ class ControlledRun:
         self.prompt_len = len(ids)
         state = self.memory.state() if len(self.memory) else None
         self.session = DecodingSession(ewe.model, state, offset, ewe.config.model.attention_impl)
-        t0 = time.perf_counter()
-        logits = self.session.prefill(torch.tensor([ids]))
-        self.prefill_s = time.perf_counter() - t0
-        sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
-        retry_sampler = None
+        self.retry_sampler = None
         if self.cfg.retry_temperature is not None:
             seed = None if dec.seed is None else dec.seed + 1
-            retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p, seed if seed is not None else 0)
+            self.retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p,
+                                         seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
-        budget = self.cfg.max_total_tokens or 4 * dec.max_new_tokens
-        finish = None
-        while finish is None:
-            if len(self.tracker.tokens) >= dec.max_new_tokens or self.decoded >= budget:
-                cut = "length" if len(self.tracker.tokens) >= dec.max_new_tokens else "budget"
-                self._new_sentences([s for s in self.tracker.finish(complete=False) if s.complete])
-                changed = self._pauses(final=True)
-                if changed is None or self.decoded >= budget:
-                    finish = cut
-                    break
-                logits = changed
-                continue
-            rewriting = retry_sampler is not None and self.rewriting is not None
-            tok, logprob, entropy = (x.item() for x in (retry_sampler if rewriting else sampler)(logits))
-            self.decoded += 1
-            self.trace.step = self.decoded
-            for sched in self.schedules.values():
-                sched.tick()
-            if tok in ewe.stop_ids:
-                self._new_sentences(self.tracker.finish(complete=True))
-                changed = self._pauses(final=True)
-                if changed is None:
-                    finish = "eos"
-                else:
-                    logits = changed
-                continue
-            self._new_sentences(self.tracker.append(tok, logprob, entropy))
-            changed = self._pauses(final=False)
-            logits = changed if changed is not None else self.session.step(torch.tensor([tok]))
-        return self._result(finish, t_start)
+        loop = TokenLoop(self.session, Sampler(dec.temperature, dec.top_p, dec.seed), ewe.stop_ids,
+                         dec.max_new_tokens, records=[self.tracker], hook=self,
+                         budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
+        loop.run(torch.tensor([ids]))
+        self.prefill_s = loop.prefill_s
+        return self._result(loop.reasons[0], t_start)
 
     def _result(self, finish: str, t_start: float) -> GenerationResult:
         t = self.tracker

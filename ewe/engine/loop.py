@@ -1,0 +1,211 @@
+"""The one token loop every method decodes with.
+
+It owns what all of them share: the session (cache, crop, extend), sampling, stopping at
+end of sequence, the token budget, and each token's log-probability and entropy. What a
+method adds plugs in as a `Hook` that sees each step and answers: go on (None), adjust
+these logits, use another sampler, or `Rewind`: cut the answer back to a token and go on
+from there (the hook has already put the new memory in place), optionally feeding given
+tokens first and optionally ending the answer with them. EWE's controller, Streaming-VR
+and FLARE are hooks; plain and batched decoding run it with none.
+
+Rows of a batch decode together; a row that stopped is fed a stop token (its output no
+longer grows) so the batch stays rectangular. Rewinding crops the shared cache, so it
+needs a batch of one row.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from .sampling import Sampler
+from .session import DecodingSession
+
+
+@dataclass
+class Continuation:
+    """What one row generated: its tokens, their log-probabilities and entropies, why it stopped."""
+
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    entropies: list[float] = field(default_factory=list)
+    finish_reason: str | None = None  # "eos", "length" or (a hook's budget) "budget"
+
+    # the record interface the loop writes through (a SentenceTracker has the same one)
+    @property
+    def tokens(self) -> list[int]:
+        return self.token_ids
+
+    def append(self, token: int, logprob: float, entropy: float) -> list:
+        self.token_ids.append(token)
+        self.logprobs.append(logprob)
+        self.entropies.append(entropy)
+        return []
+
+    def extend(self, tokens: list[int], logprobs: list[float], entropies: list[float]) -> list:
+        self.token_ids += tokens
+        self.logprobs += logprobs
+        self.entropies += entropies
+        return []
+
+    def truncate(self, length: int) -> None:
+        del self.token_ids[length:], self.logprobs[length:], self.entropies[length:]
+
+    def finish(self, complete: bool) -> list:
+        return []
+
+
+@dataclass
+class Rewind:
+    """Keep the first `start` generated tokens and go on from there.
+
+    tokens: then append these. With `logprobs` and `entropies` (recorded when they were
+    first written) they go in in one forward pass; without, one at a time, each recorded
+    with the model's own log-probability under the memory now set (a forced-token queue).
+    end: the answer ends after them (the record is finished as complete).
+    """
+
+    start: int
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    entropies: list[float] | None = None
+    end: bool = False
+
+
+class Hook:
+    """What a method plugs into the loop; every answer defaults to "go on"."""
+
+    def sampler(self, loop: "TokenLoop") -> Sampler | None:
+        """The sampler for the next token (None: the loop's own)."""
+        return None
+
+    def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
+        """Adjust the next-token logits [B, V] before sampling (a guided-decoding hook)."""
+        return logits
+
+    def on_step(self, loop: "TokenLoop") -> None:
+        """A token was sampled (`loop.decoded` counts them, discarded ones included)."""
+
+    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | None:
+        """`token` joined the answer of `row`; `completed`: what the row's record reports it completed."""
+        return None
+
+    def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | None:
+        """The row is about to stop for `reason` ("eos", "length", "budget"); a Rewind goes on instead."""
+        return None
+
+
+class TokenLoop:
+    """Decodes the rows of one session until each stops; see the module docstring.
+
+    records: one per row, written by the loop (`Continuation`, or a `SentenceTracker`
+    when a hook wants sentences). budget: the most tokens sampled in all, discarded ones
+    included (a hook that rewinds could otherwise loop forever); None: max_new_tokens.
+    """
+
+    def __init__(self, session: DecodingSession, sampler: Sampler, stop_ids: set[int], max_new_tokens: int,
+                 records: list | None = None, hook: Hook | None = None, budget: int | None = None):
+        self.session, self.sampler, self.stop_ids = session, sampler, stop_ids
+        self.max_new_tokens = max_new_tokens
+        self.records = records
+        self.hook = hook or Hook()
+        self.budget = budget if budget is not None else max_new_tokens
+        self.decoded = 0
+        self.prompt_len = 0
+        self.prefill_s = 0.0
+        self.model_s = 0.0  # prefill, forward passes and sampling
+
+    def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> list:
+        """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records."""
+        t0 = time.perf_counter()
+        logits = self.session.prefill(input_ids, valid)
+        self.prefill_s = time.perf_counter() - t0
+        self.model_s += self.prefill_s
+        self.prompt_len = input_ids.shape[1]
+        if self.records is None:
+            self.records = [Continuation() for _ in range(input_ids.shape[0])]
+        self.reasons: list[str | None] = [None] * len(self.records)
+        while logits is not None:
+            logits = self._advance(logits)
+        for rec, reason in zip(self.records, self.reasons):
+            if isinstance(rec, Continuation):
+                rec.finish_reason = reason
+        return self.records
+
+    def _limit(self, row: int) -> str | None:
+        if len(self.records[row].tokens) >= self.max_new_tokens:
+            return "length"
+        return "budget" if self.decoded >= self.budget else None
+
+    def _end(self, row: int, reason: str) -> torch.Tensor | None:
+        """The row stops for `reason` unless its hook rewinds; the logits to go on from, None if it stopped.
+
+        A rewind asked for at the budget is still carried out (the text it removes stays removed)."""
+        action = self.hook.on_end(self, row, reason)
+        logits = None if action is None else self.apply(action)
+        if logits is None or (reason != "eos" and self.decoded >= self.budget):
+            self.reasons[row] = reason
+            return None
+        return logits
+
+    def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
+        """One step: end the rows at their limit, sample, record, feed; the next logits, None when done."""
+        for row in range(len(self.records)):
+            reason = self.reasons[row] is None and self._limit(row)
+            if reason and (rewound := self._end(row, reason)) is not None:
+                return rewound
+        if all(self.reasons):
+            return None
+        t0 = time.perf_counter()
+        ids, logprobs, entropies = (self.hook.sampler(self) or self.sampler)(self.hook.logits(self, logits))
+        self.model_s += time.perf_counter() - t0
+        self.decoded += 1
+        self.hook.on_step(self)
+        fed = ids.tolist()
+        for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist())):
+            if self.reasons[row]:
+                fed[row] = next(iter(self.stop_ids), tok)
+            elif tok in self.stop_ids:
+                if (rewound := self._end(row, "eos")) is not None:
+                    return rewound
+            elif (action := self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent))) is not None:
+                rewound = self.apply(action)
+                if rewound is None:
+                    self.reasons[row] = "eos"  # the hook's text ended the answer
+                return rewound
+        if all(self.reasons[r] or self._limit(r) for r in range(len(self.records))):
+            return None if all(self.reasons) else logits  # nothing to feed: the next round ends the rows
+        return self._forward(lambda: self.session.step(torch.tensor(fed)))
+
+    def _forward(self, call):
+        t0 = time.perf_counter()
+        out = call()
+        self.model_s += time.perf_counter() - t0
+        return out
+
+    def apply(self, action: Rewind) -> torch.Tensor | None:
+        """Carry out a hook's Rewind; the logits to go on from (None when the answer ended)."""
+        if len(self.records) != 1:
+            raise RuntimeError("rewinding crops the shared cache, so it needs a batch of one row")
+        rec = self.records[0]
+        rec.truncate(action.start)
+        logits = self._forward(lambda: self.session.truncate(self.prompt_len + action.start))
+        if action.tokens and action.logprobs is not None:
+            rec.extend(list(action.tokens), list(action.logprobs), list(action.entropies))
+            logits = self._forward(lambda: self.session.extend(torch.tensor([list(action.tokens)])))
+        else:
+            for tok in action.tokens:
+                logprobs = torch.log_softmax(logits[0].float(), dim=-1)
+                rec.extend([tok], [logprobs[tok].item()], [-(logprobs.exp() * logprobs).sum().item()])
+                logits = self._forward(lambda: self.session.step(torch.tensor([tok])))
+        if action.end:
+            rec.finish(complete=True)
+            return None
+        return logits
+
+
+def decode(session: DecodingSession, input_ids: torch.Tensor, valid: torch.Tensor | None, sampler: Sampler,
+           max_new_tokens: int, stop_ids: set[int]) -> list[Continuation]:
+    """Plain decoding of a batch: no hooks."""
+    return TokenLoop(session, sampler, stop_ids, max_new_tokens).run(input_ids, valid)

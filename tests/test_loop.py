@@ -1,0 +1,178 @@
+"""The one token loop as a state machine, driven by a mock session whose next token follows a
+script (no model): stopping, budgets, batches, and each answer a hook can give."""
+import math
+
+import pytest
+import torch
+
+from ewe.engine import Continuation, Hook, Rewind, Sampler, TokenLoop
+
+V = 16
+EOS = 0
+
+
+class ScriptSession:
+    """Stands in for DecodingSession: the next token after a row's context is `script(context)`,
+    with probability 0.9 (the rest spread evenly), so log-probs are known."""
+
+    def __init__(self, script):
+        self.script = script
+        self.rows: list[list[int]] = []
+        self.calls: list[tuple] = []
+
+    @property
+    def length(self):
+        return len(self.rows[0])
+
+    def _logits(self):
+        out = torch.full((len(self.rows), V), math.log(0.1 / (V - 1)))
+        for r, row in enumerate(self.rows):
+            out[r, self.script(row)] = math.log(0.9)
+        return out
+
+    def prefill(self, ids, valid=None):
+        self.calls.append(("prefill",))
+        self.rows = [list(r) for r in ids.tolist()]
+        return self._logits()
+
+    def step(self, ids):
+        self.calls.append(("step", ids.view(-1).tolist()))
+        for row, t in zip(self.rows, ids.view(-1).tolist()):
+            row.append(t)
+        return self._logits()
+
+    def extend(self, ids):
+        self.calls.append(("extend", ids.tolist()))
+        for row, new in zip(self.rows, ids.tolist()):
+            row += new
+        return self._logits()
+
+    def truncate(self, length):
+        self.calls.append(("truncate", length))
+        self.rows = [r[:length] for r in self.rows]
+        return self._logits()
+
+
+def counting(eos_after=None):
+    """Writes 1, 2, 3, ... after the prompt (wrapping below V); EOS once `eos_after` tokens are written."""
+    def script(row):
+        n = len(row) - 2  # the prompt is 2 tokens
+        if eos_after is not None and n >= eos_after:
+            return EOS
+        return 1 + n % (V - 1)
+    return script
+
+
+def loop(script, max_new=6, hook=None, budget=None, rows=1):
+    session = ScriptSession(script)
+    lp = TokenLoop(session, Sampler(), {EOS}, max_new, hook=hook, budget=budget)
+    return lp, session, lp.run(torch.full((rows, 2), 9))
+
+
+LP = math.log(0.9)
+
+
+def test_stops_at_end_of_sequence_and_records_model_logprobs():
+    lp, session, [out] = loop(counting(eos_after=3))
+    assert out.token_ids == [1, 2, 3] and out.finish_reason == "eos"
+    assert out.logprobs == pytest.approx([LP] * 3) and len(out.entropies) == 3
+    assert lp.decoded == 4  # the end-of-sequence token was sampled too
+
+
+def test_stops_at_the_length_without_a_wasted_forward_pass():
+    lp, session, [out] = loop(counting(), max_new=5)
+    assert out.token_ids == [1, 2, 3, 4, 5] and out.finish_reason == "length"
+    assert [c[0] for c in session.calls] == ["prefill"] + ["step"] * 4  # the 5th token is never fed
+
+
+def test_a_batch_row_that_stopped_is_fed_the_stop_token_and_does_not_grow():
+    def script(row):
+        return EOS if row[0] == 1 and len(row) >= 4 else 1 + (len(row) - 2) % (V - 1)
+
+    session = ScriptSession(script)
+    ids = torch.tensor([[1, 9], [2, 9]])
+    a, b = TokenLoop(session, Sampler(), {EOS}, 5).run(ids)
+    assert (a.token_ids, a.finish_reason) == ([1, 2], "eos")
+    assert (b.token_ids, b.finish_reason) == ([1, 2, 3, 4, 5], "length")
+    assert [c[1][0] for c in session.calls if c[0] == "step"][2:] == [EOS, EOS]
+
+
+class RewindOnce(Hook):
+    def __init__(self, at_token, action):
+        self.at_token, self.action, self.seen = at_token, action, []
+
+    def on_token(self, loop, row, token, completed):
+        self.seen.append(token)
+        if token == self.at_token and self.action is not None:
+            action, self.action = self.action, None
+            return action
+        return None
+
+
+def test_a_rewind_crops_and_forces_tokens_one_at_a_time_with_the_models_logprobs():
+    hook = RewindOnce(3, Rewind(1, [7, 8]))
+    lp, session, [out] = loop(counting(), max_new=6, hook=hook)
+    # 1 2 3 -> keep [1], force 7 8, then the script goes on counting from the new length
+    assert out.token_ids == [1, 7, 8, 4, 5, 6]
+    forced_lp = math.log(0.1 / (V - 1))  # the script wanted 2 and 3, not 7 and 8
+    assert out.logprobs == pytest.approx([LP, forced_lp, forced_lp, LP, LP, LP])
+    assert ("truncate", 3) in session.calls and ("step", [7]) in session.calls and ("step", [8]) in session.calls
+    assert hook.seen == [1, 2, 3, 4, 5, 6]  # forced tokens are not reported as sampled
+
+
+def test_a_rewind_with_recorded_logprobs_feeds_its_tokens_in_one_pass_and_keeps_them():
+    hook = RewindOnce(3, Rewind(1, [7, 8], logprobs=[-1.0, -2.0], entropies=[0.5, 0.5]))
+    lp, session, [out] = loop(counting(), max_new=4, hook=hook)
+    assert out.token_ids == [1, 7, 8, 4] and out.logprobs[1:3] == [-1.0, -2.0]
+    assert ("extend", [[7, 8]]) in session.calls
+
+
+def test_a_rewind_that_ends_the_answer_stops_the_loop():
+    class EndAtEos(Hook):
+        def on_end(self, loop, row, reason):
+            return Rewind(0, [5, 6], end=True) if loop.records[0].tokens != [5, 6] else None
+
+    lp, session, [out] = loop(counting(eos_after=2), hook=EndAtEos())
+    assert out.token_ids == [5, 6] and out.finish_reason == "eos"
+
+
+def test_a_hook_that_always_rewinds_stops_at_the_budget():
+    class Stubborn(Hook):
+        def on_end(self, loop, row, reason):
+            return Rewind(0)
+
+    lp, session, [out] = loop(counting(), max_new=3, hook=Stubborn(), budget=10)
+    assert out.finish_reason == "budget" and lp.decoded == 10
+    assert out.token_ids == []  # the rewind asked for at the budget is still carried out
+
+
+def test_logits_and_sampler_hooks_shape_the_choice():
+    class Ban(Hook):
+        def logits(self, loop, logits):
+            return logits.index_fill(-1, torch.tensor([2]), -1e9)
+
+    lp, session, [out] = loop(counting(), max_new=3, hook=Ban())
+    assert 2 not in out.token_ids and out.token_ids[0] == 1
+
+    class Fives(Sampler):
+        def __call__(self, logits):
+            return torch.tensor([5]), torch.tensor([-0.5]), torch.tensor([0.0])
+
+    class Retry(Hook):
+        def sampler(self, loop):
+            return Fives() if loop.decoded >= 1 else None  # the loop's own sampler for the first token
+
+    lp, session, [out] = loop(counting(), max_new=3, hook=Retry())
+    assert out.token_ids == [1, 5, 5] and out.logprobs[1:] == [-0.5, -0.5]
+
+
+def test_rewinding_a_batch_is_refused_clearly():
+    with pytest.raises(RuntimeError, match="batch of one row"):
+        loop(counting(), hook=RewindOnce(1, Rewind(0)), rows=2)
+
+
+def test_continuation_is_a_record_the_loop_can_crop():
+    c = Continuation()
+    c.extend([1, 2, 3], [-1.0] * 3, [0.1] * 3)
+    c.truncate(1)
+    assert (c.tokens, c.logprobs, c.entropies) == ([1], [-1.0], [0.1])
