@@ -1,47 +1,38 @@
-"""The Python API: `EWE` wires a model, its working memory and the decoding engine.
+"""The Python API: `EWE` is the thin public facade over a Runtime and the method registry.
 
     from ewe import EWE
     ewe = EWE.from_config()                       # the embedded SmolLM2-135M-Instruct
     out = ewe.generate("Tell me a bio of Marie Curie.", passages=[wiki_text])
     print(out.text)
+
+`EWE` validates what users give it, then hands the work to the configured method (built
+with the Runtime, ewe/runtime.py, which loads each part on first use).
 """
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
-import torch
-
-from . import tokens
+from .config import ConfigError, EWEConfig
 from .errors import InputError, InputTypeError
-from .config import ConfigError, DecodingConfig, EWEConfig
-from .engine import DecodingSession, Sampler, TokenLoop
-from .memory import MemoryState, UnitEncoder, WorkingMemory
-from .modeling import patch_model
-from .models import load_model
+from .memory import WorkingMemory
+from .methods.registry import method_class
 from .result import GenerationResult
+from .runtime import Runtime
 
 
 class EWE:
     """A causal LM whose attention reads a working memory (EWE, eq. 1)."""
 
     def __init__(self, model, tokenizer, config: EWEConfig | None = None, datastore=None, fact_checker=None):
-        self.config = config or EWEConfig()
-        self.model = model
-        self.tokenizer = tokenizer
-        self._datastore = datastore
-        self._fact_checker = fact_checker
-        patch_model(model)
-        mem, ret = self.config.memory, self.config.retrieval
-        if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
-            raise ConfigError(
-                f"retrieval.top_k={ret.top_k} passages do not fit memory.retrieval_units={mem.retrieval_units}"
-            )
-        self.encoder = UnitEncoder(model, tokenizer, mem.unit_tokens, mem.unit_start_token, mem.encoder_cache_units)
-        self.max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
-        eos = model.generation_config.eos_token_id if model.generation_config else None
-        eos = eos if isinstance(eos, list) else [eos]
-        self.stop_ids = {i for i in eos + [tokenizer.eos_token_id] if i is not None}
+        self.runtime = Runtime(config or EWEConfig(), model, tokenizer, datastore, fact_checker)
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime) -> "EWE":
+        """The facade over an existing Runtime (its model is loaded now)."""
+        ewe = cls.__new__(cls)
+        ewe.runtime = runtime
+        _ = runtime.model
+        return ewe
 
     @classmethod
     def from_config(cls, config: EWEConfig | dict | str | None = None, **overrides) -> "EWE":
@@ -52,60 +43,53 @@ class EWE:
             cfg = EWEConfig.build(config.model_dump(), **overrides)
         else:
             cfg = EWEConfig.build(config, **overrides)
-        model, tokenizer, report = load_model(cfg.model.name, cfg.model.dtype, cfg.model.device)
-        ewe = cls(model, tokenizer, cfg)
-        ewe.load_report = report
-        return ewe
+        return cls.from_runtime(Runtime(cfg))
+
+    # -- the runtime's parts, for users of the facade ---------------------------------------
+
+    @property
+    def config(self) -> EWEConfig:
+        return self.runtime.config
+
+    @property
+    def model(self):
+        return self.runtime.model
+
+    @property
+    def load_report(self):
+        """How the model was loaded (from_config only): source, seconds, from cache."""
+        return self.runtime.load_report
+
+    @property
+    def tokenizer(self):
+        return self.runtime.tokenizer
+
+    @property
+    def encoder(self):
+        return self.runtime.encoder
+
+    @property
+    def stop_ids(self) -> set[int]:
+        return self.runtime.stop_ids
+
+    @property
+    def max_positions(self) -> int:
+        return self.runtime.max_positions
 
     @property
     def datastore(self):
         """The retrieval datastore named by retrieval.source, loaded (or built) on first use; None if unset."""
-        source = self.config.retrieval.source
-        if self._datastore is None and source is not None:
-            from .retrieval import Datastore, default_datastore
-
-            if source == "embedded":
-                # one datastore for every config: a unit holds the passage plus its start token
-                self._datastore = default_datastore(self.tokenizer, chunk_tokens=self.config.memory.unit_tokens - 1)
-            else:
-                self._datastore = Datastore.load(source)
-        return self._datastore
+        return self.runtime.datastore
 
     def retrieve(self, queries: list[str], k: int | None = None) -> list[list]:
-        """The top `k` (default retrieval.top_k) passages (Hits) for each query, with the configured
-        threshold and de-duplication."""
-        ret = self.config.retrieval
-        if self.datastore is None:
-            return [[] for _ in queries]
-        return self.datastore.search(queries, k=k or ret.top_k, threshold=ret.threshold,
-                                     dedup_sources=ret.dedup_sources)
+        """The top `k` (default retrieval.top_k) passages (Hits) for each query."""
+        return self.runtime.retrieve(queries, k)
 
-    @staticmethod
-    def prompt_with_passages(prompt: str, passages: list[str]) -> str:
-        """The "+RA" baseline's prompt: the passages as numbered text before the request."""
-        if not passages:
-            return prompt
-        listed = "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
-        return f"Relevant passages:\n{listed}\n\n{prompt}"
+    prompt_with_passages = staticmethod(Runtime.prompt_with_passages)
 
     def fact_checker(self, need_evidence: bool = True):
-        """The configured FactChecker (checker section), with this datastore as its evidence.
-
-        need_evidence: raise if there is no datastore to find evidence in (every check would
-        fail); False when the caller gives the evidence itself (`check(..., evidence=...)`).
-        """
-        if self._fact_checker is None:
-            from .retrieval.evidence import DatastoreEvidence
-            from .verify.factory import build_fact_checker
-
-            evidence = DatastoreEvidence(self.datastore) if self.datastore is not None else None
-            self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
-                                                    device=self.config.model.device)
-        if need_evidence and getattr(self._fact_checker, "evidence", True) is None:
-            raise ConfigError("fact-checking needs evidence, but retrieval.source is null: set it to 'embedded' or a "
-                              "datastore folder (or give the evidence: EWE.check(..., evidence=[...]), "
-                              "ewe check --evidence)")
-        return self._fact_checker
+        """The configured FactChecker (checker section), with this datastore as its evidence."""
+        return self.runtime.fact_checker(need_evidence)
 
     def check(self, sentence: str, prompt: str | None = None, context: str | None = None, evidence=None):
         """Fact-check one sentence (claims, evidence, verdicts) with the configured checker."""
@@ -116,27 +100,17 @@ class EWE:
 
     def as_llm(self, max_new_tokens: int = 256):
         """This model as a text-in, text-out function (greedy, no memory, no pauses)."""
-        dec = self._decoding(max_new_tokens=max_new_tokens, temperature=0.0)
-
-        def llm(prompt: str) -> str:
-            return self._generate_batch([prompt], [[]], dec)[0].text
-
-        return llm
+        return self.runtime.as_llm(max_new_tokens)
 
     def new_memory(self) -> WorkingMemory:
         """An empty working memory with this configuration's pools, sharing the unit encoder."""
-        return WorkingMemory(self.encoder, self.config.memory.retrieval_units, self.config.memory.feedback_units)
-
-    # -- input checks: all before any model work ---------------------------------------
-
-    def _decoding(self, **overrides) -> DecodingConfig:
-        data = self.config.decoding.model_dump()
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return EWEConfig.build({"decoding": data}).decoding
+        return self.runtime.new_memory()
 
     def prompt_ids(self, prompt: str, system_prompt: str | None = None) -> list[int]:
         """The prompt through the chat template; its text can never become a control token."""
-        return tokens.prompt_ids(self.tokenizer, prompt, system_prompt)
+        return self.runtime.prompt_ids(prompt, system_prompt)
+
+    # -- input checks: all before any model work ---------------------------------------
 
     def _check_prompts(self, prompts, passages):
         single = isinstance(prompts, str)
@@ -182,21 +156,6 @@ class EWE:
                     raise InputError(f"passages[{i}][{j}] is empty or not a string")
         return single, prompts, rows
 
-    def _check_lengths(self, prompts, ids, offset, max_new_tokens):
-        limit = self.max_positions - offset
-        where = f"max_position_embeddings={self.max_positions}" + (
-            f" minus memory.unit_tokens={offset}" if offset else ""
-        )
-        for i, (p, row) in enumerate(zip(prompts, ids)):
-            name = "prompt" if len(prompts) == 1 else f"prompt[{i}]"
-            if len(row) >= limit:
-                raise InputError(f"{name} is {len(row)} tokens; the context holds at most {limit} ({where})")
-            if len(row) + max_new_tokens > limit:
-                raise InputError(
-                    f"{name} ({len(row)} tokens) + max_new_tokens={max_new_tokens} = {len(row) + max_new_tokens} "
-                    f"exceeds the context limit {limit} ({where})"
-                )
-
     # -- generation --------------------------------------------------------------------
 
     def generate(
@@ -239,95 +198,9 @@ class EWE:
             ValueError / TypeError / ConfigError naming the argument, before any model work.
         """
         single, prompts, rows = self._check_prompts(prompt, passages)
-        dec = self._decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-        if self.config.method == "cove":
-            from .methods.cove import CoVe
-
-            ids = [self.prompt_ids(p, dec.system_prompt) for p in prompts]
-            self._check_lengths(prompts, ids, 0, dec.max_new_tokens)  # the baseline's prompt, before model work
-            cove = CoVe(self)
-            results = [cove.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
-        elif self.config.method in ("a2r", "streaming-vr", "full-vr"):
-            if self.config.method == "a2r":
-                from .methods.a2r import A2R as Method
-            else:
-                from .methods.verify_refine import VerifyRefine as Method
-            method = Method(self)
-            results = [method.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
-        elif self.config.controller.active:
-            from .controller import Controller
-
-            controller = Controller(self)
-            results = [controller.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
-        else:
-            results = self._generate_batch(prompts, rows, dec)
+        dec = self.runtime.decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        results = method_class(self.config.method)(self.runtime).run_batch(prompts, dec, rows)
         return results[0] if single else results
-
-    def _generate_batch(self, prompts: list[str], rows, dec: DecodingConfig) -> list[GenerationResult]:
-        """Plain memory-augmented decoding of a batch: no pauses."""
-        t0 = time.perf_counter()
-        retrieved = [[] for _ in prompts]
-        if rows is None:
-            retrieved = self.retrieve(prompts)
-            rows = [[h.text for h in hits] for hits in retrieved]
-        texts = prompts
-        if self.config.retrieval.placement == "prompt":
-            texts = [self.prompt_with_passages(p, r) for p, r in zip(prompts, rows)]
-            rows = [[] for _ in prompts]
-        ids = [self.prompt_ids(t, dec.system_prompt) for t in texts]
-        offset = self.config.memory.unit_tokens if any(rows) else 0
-        self._check_lengths(prompts, ids, offset, dec.max_new_tokens)
-
-        memories = []
-        for row in rows:
-            memory = self.new_memory()
-            if row:
-                memory.add(row, pool="retrieval")
-            memories.append(memory)
-        state = MemoryState.from_rows([m.units for m in memories]) if any(rows) else None
-        t1 = time.perf_counter()
-
-        input_ids, valid = self._left_pad(ids)
-        session = DecodingSession(self.model, state, offset, self.config.model.attention_impl)
-        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens)
-        conts = loop.run(input_ids, valid)
-        t2 = t1 + loop.prefill_s
-        t3 = time.perf_counter()
-
-        results = []
-        for p, row_ids, memory, cont, hits in zip(prompts, ids, memories, conts, retrieved):
-            results.append(
-                GenerationResult(
-                    prompt=p,
-                    text=self.tokenizer.decode(cont.token_ids, skip_special_tokens=True),
-                    token_ids=cont.token_ids,
-                    logprobs=cont.logprobs,
-                    finish_reason=cont.finish_reason,
-                    memory=memory.describe(),
-                    retrieved=[{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits],
-                    stats={
-                        "prompt_tokens": len(row_ids),
-                        "new_tokens": len(cont.token_ids),
-                        "memory_units": len(memory),
-                        "memory_bytes": memory.footprint()["bytes"],
-                        "retrieve_encode_s": round(t1 - t0, 4),
-                        "prefill_s": round(t2 - t1, 4),
-                        "decode_s": round(t3 - t2, 4),
-                        "total_s": round(t3 - t0, 4),
-                    },
-                )
-            )
-        return results
-
-    def _left_pad(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(r) for r in ids)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-        valid = torch.zeros((len(ids), width), dtype=torch.long)
-        for i, r in enumerate(ids):
-            input_ids[i, width - len(r) :] = torch.tensor(r)
-            valid[i, width - len(r) :] = 1
-        return input_ids, valid
 
 
 __all__ = ["EWE", "GenerationResult", "ConfigError"]

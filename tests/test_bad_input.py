@@ -217,7 +217,7 @@ def test_a_run_whose_checks_all_error_stops_and_keeps_nothing_false(setup, capsy
 
     def load(args):
         ewe = real_load(args)
-        ewe._fact_checker = _BrokenChecker(state["checker"])
+        ewe.runtime.use_fact_checker(_BrokenChecker(state["checker"]))
         return ewe
 
     cli._load_ewe = load
@@ -243,7 +243,7 @@ def test_a_given_passage_longer_than_a_unit_warns_through_the_controller():
     cfg = EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None},
                            "controller": {"verify_trigger": "interval", "verify_interval": 4}})
     ewe = tiny_ewe(cfg)
-    ewe._fact_checker = __import__("scripted").ScriptedChecker(false=set())
+    ewe.runtime.use_fact_checker(__import__("scripted").ScriptedChecker(false=set()))
     with pytest.warns(UserWarning, match="truncated to unit_tokens=24"):
         r = ewe.generate("hi", passages=["word " * 100], max_new_tokens=6)
     assert any(e["type"] == "memory" for e in r.trace)  # it went through the controller

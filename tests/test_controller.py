@@ -365,7 +365,7 @@ def test_controller_with_an_all_supporting_checker_decodes_like_the_plain_loop()
     plain = tiny_ewe(cfg).generate(PROMPT, passages=["Marie Curie was a physicist."])
     ctl_cfg = EWEConfig.build(cfg.model_dump(), **{"controller.verify_trigger": "interval", "controller.verify_interval": 1})
     ewe = tiny_ewe(ctl_cfg)
-    ewe._fact_checker = ScriptedChecker(false=set())
+    ewe.runtime.use_fact_checker(ScriptedChecker(false=set()))
     controlled = ewe.generate(PROMPT, passages=["Marie Curie was a physicist."])
     assert controlled.token_ids == plain.token_ids
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,6 +11,7 @@ from tiny import tiny_tokenizer
 
 from ewe import EWE
 from ewe.config import EWEConfig
+from ewe.runtime import Runtime
 from ewe.eval.harness import run_eval
 from ewe.eval.metric import WithArticle, median_k, score
 from ewe.eval.prompts import SUFFIX, prompt_set
@@ -35,9 +36,10 @@ class LookupBackend:
                         self.name) for c, ev in zip(claims, evidence_per_claim)]
 
 
-def checking_ewe(backend):
+def checking_runtime(backend):
+    """A Runtime with no model loaded, checking with `backend` (scoring never needs the generator)."""
     checker = FactChecker(backend, evidence=StaticEvidenceSource([Evidence("Curie passage", "Marie Curie", 0.9)]), k=2)
-    return SimpleNamespace(fact_checker=lambda: checker, config=EWEConfig())
+    return Runtime(EWEConfig(), fact_checker=checker)
 
 
 # -- the metric, by hand ------------------------------------------------------------------------
@@ -73,7 +75,7 @@ def test_toy_responses_scored_claim_by_claim(tmp_path):
     results.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie.", "text": t}) + "\n"
                                for i, t, _, _ in responses))
     backend = LookupBackend()
-    rows = Scorer(checking_ewe(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy",
+    rows = Scorer(checking_runtime(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy",
                                                                         progress=False)
     assert [(r["n_claims"], r["n_supported"]) for r in rows] == [(c, s) for _, _, c, s in responses]
     K = score_dataset({"m": rows})
@@ -84,7 +86,7 @@ def test_toy_responses_scored_claim_by_claim(tmp_path):
                                                         ("Marie Curie was born in Paris.", "unsupported")]
     # resumable: a rerun checks nothing again
     before = len(backend.claims)
-    Scorer(checking_ewe(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy", progress=False)
+    Scorer(checking_runtime(backend), use_articles=False).check_file(results, tmp_path / "d.jsonl", "m", "toy", progress=False)
     assert len(backend.claims) == before
 
 
@@ -94,7 +96,7 @@ def test_details_carry_the_results_stats_even_when_checked_by_an_older_version(t
     results.write_text(json.dumps({"id": "a", "prompt": "Tell me a bio of Marie Curie.",
                                    "text": "Marie Curie was a physicist.", "stats": stats}) + "\n")
     details = tmp_path / "d.jsonl"
-    scorer = Scorer(checking_ewe(LookupBackend()), use_articles=False)
+    scorer = Scorer(checking_runtime(LookupBackend()), use_articles=False)
     [row] = scorer.check_file(results, details, "svr", "toy", progress=False)
     assert row["stats"]["refine_tokens"] == 7 and row["stats"]["method"] == "streaming-vr"
     assert "unrelated" not in row["stats"]
@@ -137,7 +139,7 @@ class ScriptedLoader:
 
     def load(self, config):
         ewe = EWE(self.model, tiny_tokenizer(), config)
-        ewe._fact_checker = checking_ewe(self.backend).fact_checker()
+        ewe.runtime.use_fact_checker(checking_runtime(self.backend).fact_checker())
         real = ewe.generate
 
         def generate(prompt, **kw):
@@ -146,6 +148,9 @@ class ScriptedLoader:
 
         ewe.generate = generate
         return ewe
+
+    def runtime(self, config):
+        return self.load(config).runtime
 
 
 def test_eval_run_generates_scores_reports_and_resumes(tmp_path):
@@ -208,3 +213,31 @@ def test_every_listed_method_has_a_shipped_configuration():
         EWEConfig.from_yaml(config_path(method))
     with pytest.raises(FileNotFoundError, match="no configuration"):
         config_path("no-such-method")
+
+
+def test_eval_score_never_loads_the_generator(tmp_path, monkeypatch):
+    """Scoring checks text that exists: the Runtime loads the tokenizer (passage sizes) and the
+    datastore, never the model (issue 16)."""
+    import ewe.models
+    from ewe.eval.harness import score_files
+    from ewe.retrieval import Datastore
+    from tiny import tiny_tokenizer
+
+    tok_dir = tmp_path / "tok"
+    tiny_tokenizer().save_pretrained(tok_dir)
+    store = Datastore.build(Path(__file__).parent / "data" / "corpus.jsonl", tmp_path / "ds", tokenizer=tiny_tokenizer(),
+                            chunk_tokens=40)
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(yaml.safe_dump({"model": {"name": str(tok_dir)}, "retrieval": {"source": str(store.path)},
+                                   "checker": {"backend": "alignment", "extractor": "rules", "evidence_k": 2}}))
+
+    def no_model(*a, **kw):
+        raise AssertionError("ewe eval score loaded the generator")
+
+    monkeypatch.setattr(ewe.models, "load_model", no_model)
+    results = tmp_path / "m.jsonl"
+    results.write_text(json.dumps({"id": "a", "prompt": "Tell me about penicillin.",
+                                   "text": "Penicillin was discovered by Alexander Fleming."}) + "\n")
+    out = score_files([results], tmp_path / "scored", eval_config=cfg, use_articles=False, progress=False)
+    [summary] = out["summaries"]
+    assert summary["n"] == 1 and summary["claims_per_response"] >= 1

@@ -4,10 +4,11 @@
     schedule.py   PauseSchedule: interval (T_r, T_v) and confidence (entropy, min-prob) triggers
     feedback.py   fact-check outcome -> feedback messages for the feedback pool (table 4 forms)
     trace.py      Trace: every event as JSON-ready data; render() for people
-    controlled_run.py  Controller / ControlledRun: the loop's hook that pauses, refreshes, checks, backtracks
+    controlled_run.py  ControlledRun: the loop's hook that pauses, refreshes, checks, backtracks
+    method.py     EWEMethod: the method "ewe" (plain decoding, or the controlled run per prompt)
 """
-from .controlled_run import Controller, ControlledRun
+from .controlled_run import ControlledRun
 from .sentences import Sentence, SentenceTracker
 from .trace import Trace, render
 
-__all__ = ["ControlledRun", "Controller", "Sentence", "SentenceTracker", "Trace", "render"]
+__all__ = ["ControlledRun", "Sentence", "SentenceTracker", "Trace", "render"]

@@ -36,22 +36,18 @@ class Attempt:
     unsupported: int
 
 
-def _hits(hits) -> list[dict]:
-    return [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits]
-
-
 class ControlledRun(Hook):
-    """One prompt's controlled generation: a hook of the token loop (built and run by `Controller.run`).
+    """One prompt's controlled generation: a hook of the token loop (built and run by `EWEMethod.run`).
 
     It sees each token the loop adds, runs the pauses that are due, and answers with a
     `Rewind` when a sentence is to be written again."""
 
-    def __init__(self, ewe, fact_checker, prompt: str, dec, passages: list[str] | None):
-        self.ewe, self.checker, self.prompt, self.dec = ewe, fact_checker, prompt, dec
-        self.cfg = ewe.config.controller
+    def __init__(self, runtime, fact_checker, prompt: str, dec, passages: list[str] | None):
+        self.runtime, self.checker, self.prompt, self.dec = runtime, fact_checker, prompt, dec
+        self.cfg = runtime.config.controller
         self.trace = Trace()
-        self.memory = ewe.new_memory()
-        self.tracker = SentenceTracker(ewe.tokenizer)
+        self.memory = runtime.new_memory()
+        self.tracker = SentenceTracker(runtime.tokenizer)
         c = self.cfg
         self.schedules = {
             "retrieval": PauseSchedule("retrieval", c.retrieval_trigger, c.retrieval_interval, c.entropy_threshold,
@@ -73,7 +69,7 @@ class ControlledRun(Hook):
 
     def _memory_changed(self, why: str) -> None:
         if self.session is not None:
-            self.session.set_memory(self.memory.state(), reencode=self.ewe.config.memory.reencode_context)
+            self.session.set_memory(self.memory.state(), reencode=self.runtime.config.memory.reencode_context)
         self.trace.add("memory", why=why, pools=self.memory.describe(), units=len(self.memory))
 
     def _add_units(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
@@ -89,10 +85,10 @@ class ControlledRun(Hook):
 
     def _retrieve(self, query: str, why: str) -> list:
         t0 = time.perf_counter()
-        hits = self.ewe.retrieve([query])[0]
+        hits = self.runtime.retrieve([query])[0]
         t1 = time.perf_counter()
         self.seconds["retrieve"] += t1 - t0
-        event = self.trace.add("retrieve", why=why, query=query, hits=_hits(hits), added=[], evicted=[], present=[])
+        event = self.trace.add("retrieve", why=why, query=query, hits=[h.to_dict() for h in hits], added=[], evicted=[], present=[])
         if hits:
             meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
             change = self._add_units([h.text for h in hits], "retrieval", meta, f"retrieval ({why})")
@@ -213,26 +209,26 @@ class ControlledRun(Hook):
         return self._pauses(final=True)
 
     def run(self) -> GenerationResult:
-        ewe, dec, t_start = self.ewe, self.dec, time.perf_counter()
+        rt, dec, t_start = self.runtime, self.dec, time.perf_counter()
         self.session = None
-        if self.initial_passages is None and ewe.datastore is not None:
-            self.retrieved = _hits(self._retrieve(self.prompt, "prompt"))
+        if self.initial_passages is None and rt.datastore is not None:
+            self.retrieved = [h.to_dict() for h in self._retrieve(self.prompt, "prompt")]
         elif self.initial_passages:
             self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
-        ids = ewe.prompt_ids(self.prompt, dec.system_prompt)
-        offset = ewe.config.memory.unit_tokens if self.memory.capacity else 0
-        ewe._check_lengths([self.prompt], [ids], offset, dec.max_new_tokens)
+        ids = rt.prompt_ids(self.prompt, dec.system_prompt)
+        offset = rt.config.memory.unit_tokens if self.memory.capacity else 0
+        rt.check_lengths([self.prompt], [ids], offset, dec.max_new_tokens)
         self.prompt_len = len(ids)
         state = self.memory.state() if len(self.memory) else None
-        self.session = DecodingSession(ewe.model, state, offset, ewe.config.model.attention_impl)
+        self.session = DecodingSession(rt.model, state, offset, rt.config.model.attention_impl)
         self.retry_sampler = None
         if self.cfg.retry_temperature is not None:
             seed = None if dec.seed is None else dec.seed + 1
             self.retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p,
                                          seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
-        loop = TokenLoop(self.session, Sampler(dec.temperature, dec.top_p, dec.seed), ewe.stop_ids,
+        loop = TokenLoop(self.session, Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids,
                          dec.max_new_tokens, records=[self.tracker], hook=self,
                          budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
@@ -284,15 +280,3 @@ class ControlledRun(Hook):
             trace=tr.to_list(),
             sentences=sentences,
         )
-
-
-class Controller:
-    """Runs prompts through the pause / check / backtrack loop with one fact-checker."""
-
-    def __init__(self, ewe):
-        self.ewe = ewe
-
-    def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
-        # EWE.fact_checker builds the configured checker on first use (or returns the one given).
-        checker = self.ewe.fact_checker() if self.ewe.config.controller.verify_trigger != "never" else None
-        return ControlledRun(self.ewe, checker, prompt, dec, passages).run()

@@ -12,10 +12,10 @@ model and one datastore where their settings agree.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..config import EWEConfig
+from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
 from .prompts import SUFFIX, load_prompts, write_prompts
@@ -38,6 +38,12 @@ def method_name(method: str) -> str:
     return Path(method).stem if method.endswith((".yaml", ".yml")) else method
 
 
+def _model_key(config: EWEConfig) -> tuple:
+    """What loading a model depends on (the attention kernel is chosen per call, not at load)."""
+    m = config.model
+    return (m.name, m.dtype, m.device)
+
+
 class Loader:
     """EWE instances for configurations, sharing the model and datastores where they agree."""
 
@@ -45,20 +51,32 @@ class Loader:
         self.models: dict[str, tuple] = {}
         self.datastores: dict[tuple, object] = {}
 
-    def load(self, config: EWEConfig):
-        from ..api import EWE
-        from ..models import load_model
-
-        key = json.dumps(config.model.model_dump(), sort_keys=True)
-        if key not in self.models:
-            self.models[key] = load_model(config.model.name, config.model.dtype, config.model.device)[:2]
-        model, tokenizer = self.models[key]
-        ewe = EWE(model, tokenizer, config)
+    def runtime(self, config: EWEConfig) -> Runtime:
+        """A Runtime for `config` with the model and datastore already loaded for an earlier one
+        that agrees; whatever is not loaded yet loads on first use (scoring never loads the model)."""
+        key = _model_key(config)
+        model, tokenizer = self.models.get(key, (None, None))
         ds_key = (key, config.retrieval.source, config.memory.unit_tokens)
+        return Runtime(config, model, tokenizer, datastore=self.datastores.get(ds_key))
+
+    def remember(self, runtime: Runtime) -> None:
+        """Keep what `runtime` has loaded for the Runtimes that come next."""
+        config = runtime.config
+        key = _model_key(config)
+        if runtime.loaded:
+            self.models[key] = (runtime.model, runtime.tokenizer)
+        if config.retrieval.source is not None and runtime.datastore_loaded:
+            self.datastores[(key, config.retrieval.source, config.memory.unit_tokens)] = runtime.datastore
+
+    def load(self, config: EWEConfig):
+        """An EWE (model loaded) for generating with `config`."""
+        from ..api import EWE
+
+        runtime = self.runtime(config)
+        ewe = EWE.from_runtime(runtime)
         if config.retrieval.source is not None:
-            if ds_key not in self.datastores:
-                self.datastores[ds_key] = ewe.datastore
-            ewe._datastore = self.datastores[ds_key]
+            _ = runtime.datastore
+        self.remember(runtime)
         return ewe
 
 
@@ -116,7 +134,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
         raise EvalError("prompts that could not run: " + "; ".join(failed) + ". The methods would be compared on "
                         "different prompt sets; fix or drop those prompts and rerun (finished ones are kept)")
 
-    scorer = Scorer(loader.load(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
     summaries, dataset_k = [], {}
     for ds in prompt_files:
         runs = {name: scorer.check_file(out / ds / f"{name}.jsonl", out / ds / f"{name}.details.jsonl", name, ds,
@@ -169,7 +187,7 @@ def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CON
                 loader: Loader | None = None) -> dict:
     """`ewe eval score`: score results files (one method each, named by file stem) as one dataset."""
     loader = loader or Loader()
-    scorer = Scorer(loader.load(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
     out.mkdir(parents=True, exist_ok=True)
     names = [Path(r).stem for r in results]
     if len(set(names)) != len(names):

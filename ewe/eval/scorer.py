@@ -22,29 +22,30 @@ from .metric import WithArticle, check_response, claim_counts, median_k, score
 
 
 class Scorer:
-    """Checks responses with `ewe`'s configured fact-checker (the checker section; evidence
-    from its datastore) and, with `use_articles`, the article a prompt's "topic" names."""
+    """Checks responses with the Runtime's configured fact-checker (the checker section; evidence
+    from its datastore) and, with `use_articles`, the article a prompt's "topic" names. It never
+    generates, so the generator is loaded only if the checker itself asks a model."""
 
-    def __init__(self, ewe, use_articles: bool = True):
-        self.ewe = ewe
+    def __init__(self, runtime, use_articles: bool = True):
+        self.runtime = runtime
         self.use_articles = use_articles
 
     @property
     def checker_name(self) -> str:
-        cfg = self.ewe.config
+        cfg = self.runtime.config
         return (f"{checker_signature(cfg)} (k={cfg.checker.evidence_k}"
                 f"{', article' if self.use_articles else ''})")
 
     @property
     def signature(self) -> str:
-        return checker_signature(self.ewe.config)
+        return checker_signature(self.runtime.config)
 
     def accuracy_note(self) -> str:
         """The scoring judge's balanced accuracy on the hand-labelled generated sentences, as its
         manifest records it (`ewe judge eval --record`), or why there is none."""
         from ..judge.evaluate import recorded
 
-        cfg = self.ewe.config.checker
+        cfg = self.runtime.config.checker
         if cfg.backend not in ("judge", "alignment"):
             return f"{cfg.backend}: no balanced accuracy on the hand-labelled generated sentences recorded"
         name = cfg.judge if cfg.backend == "judge" else "alignment"
@@ -56,7 +57,7 @@ class Scorer:
                 f"generated sentences ({rec['set']})")
 
     def _checker_for(self, topic: str | None) -> FactChecker:
-        base = self.ewe.fact_checker()
+        base = self.runtime.fact_checker()
         article = None
         if self.use_articles and topic and topic in wiki.summaries():
             article = Evidence(text=wiki.passage(topic), title=topic, score=1.0, source_id=f"article:{topic}")

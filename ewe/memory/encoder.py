@@ -48,6 +48,11 @@ class UnitEncoder:
         if start_token and tokenizer.bos_token_id is None:
             raise ValueError("start_token=True but the tokenizer has no BOS token")
 
+    @property
+    def cached_units(self) -> int:
+        """Encoded units kept for reuse (at most `cache_units`)."""
+        return len(self._cache)
+
     def tokenize(self, text: str) -> tuple[list[int], bool]:
         ids = text_ids(self.tokenizer, text)
         if self.start_token:

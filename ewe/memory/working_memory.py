@@ -89,7 +89,7 @@ class WorkingMemory:
             "tokens": sum(u.num_tokens for u in self.units),
             "bytes": sum(per_pool.values()),
             "bytes_per_pool": per_pool,
-            "encoder_cache_units": len(self.encoder._cache),
+            "encoder_cache_units": self.encoder.cached_units,
         }
 
     def describe(self) -> dict:

@@ -30,7 +30,7 @@ from ..controller.trace import Trace
 from ..result import GenerationResult
 from ..verify.types import SUPPORTED
 from . import a2r_prompts as P
-from .calls import CheckedMethod, checked_spans, complete, greedy, text_tokens
+from .calls import CheckedMethod, checked_spans, text_tokens
 
 STAGES = ("retrieve", "answer", "assess", "feedback")
 
@@ -69,15 +69,17 @@ class _Run:
 class A2R(CheckedMethod):
     """Runs prompts through Ask-Assess-Refine with one EWE's model, checker and datastore."""
 
-    def __init__(self, ewe):
-        super().__init__(ewe)
-        self.cfg = ewe.config.a2r
+    name = "a2r"
+
+    def __init__(self, runtime):
+        super().__init__(runtime)
+        self.cfg = runtime.config.a2r
 
     # -- model calls -------------------------------------------------------------------------
 
     def _call(self, run: _Run, stage: str, text: str, dec, what: str):
         t0 = time.perf_counter()
-        out = complete(self.ewe, text, dec, f"A2R {what}")
+        out = self.runtime.complete(text, dec, f"A2R {what}")
         run.seconds[stage] += time.perf_counter() - t0
         run.tokens[stage] += len(out.token_ids)
         run.trace.step += len(out.token_ids) + int(out.finish_reason == "eos")
@@ -143,7 +145,7 @@ class A2R(CheckedMethod):
             text = P.template_feedback(s.scores, thresholds, s.unsupported, s.uncited, s.imprecise)
         else:
             prompt = P.feedback_prompt(run.prompt, docs, answer, s.scores, thresholds)
-            text = P.strip_label(self._call(run, "feedback", prompt, greedy(self.ewe, dec, self.cfg.feedback_tokens),
+            text = P.strip_label(self._call(run, "feedback", prompt, self.runtime.greedy(dec, self.cfg.feedback_tokens),
                                             "feedback").text)
         run.trace.add("a2r_feedback", iteration=iteration, source=self.cfg.feedback, text=text)
         return text
@@ -154,9 +156,9 @@ class A2R(CheckedMethod):
         if passages is not None:
             return list(passages), []
         t0 = time.perf_counter()
-        [hits] = self.ewe.retrieve([run.prompt])
+        [hits] = self.runtime.retrieve([run.prompt])
         run.seconds["retrieve"] += time.perf_counter() - t0
-        return [h.text for h in hits], [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in hits]
+        return [h.text for h in hits], [h.to_dict() for h in hits]
 
     def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
         """Algorithm 1 for one prompt. `passages`: the documents e; None retrieves retrieval.top_k."""
@@ -187,7 +189,7 @@ class A2R(CheckedMethod):
                       decoded_tokens=sum(run.tokens.values()))
         stats = {
             "method": "a2r",
-            "prompt_tokens": len(self.ewe.prompt_ids(P.init_prompt(prompt, docs), dec.system_prompt)),
+            "prompt_tokens": len(self.runtime.prompt_ids(P.init_prompt(prompt, docs), dec.system_prompt)),
             "new_tokens": len(out.token_ids),
             "decoded_tokens": sum(run.tokens.values()),
             "stage_tokens": dict(run.tokens),
@@ -201,7 +203,7 @@ class A2R(CheckedMethod):
         }
         token_ids, logprobs = list(out.token_ids), list(out.logprobs)
         if answer != out.text.strip():  # an echoed label was cut: the tokens are the answer's own, no log-probs
-            token_ids, logprobs = text_tokens(self.ewe, answer), []
+            token_ids, logprobs = text_tokens(self.runtime, answer), []
         return GenerationResult(prompt=prompt, text=answer, token_ids=token_ids, logprobs=logprobs,
                                 finish_reason=out.finish_reason, retrieved=hits, stats=stats,
                                 trace=run.trace.to_list())

@@ -26,15 +26,9 @@ from ..controller.trace import Trace
 from ..result import GenerationResult
 from ..verify.text import content_keys, split_sentences
 from . import cove_prompts as P
+from .registry import Method
 
 STAGES = ("retrieve", "baseline", "plan", "answer", "check", "revise")
-
-
-def _hit(h, text: bool = True) -> dict:
-    d = {"id": h.id, "title": h.title, "score": round(float(h.score), 4)}
-    if text:
-        d["text"] = h.text
-    return d
 
 
 def _match(a: str, b: str) -> bool:
@@ -55,28 +49,27 @@ def claim_for(question: str, sentences: list[str], baseline: str, prompt: str = 
     return sentences[max(range(len(sentences)), key=lambda i: (score[i], -i))].strip()
 
 
-class CoVe:
-    """Runs prompts through CoVe factor+revise with one EWE's model, tokenizer and datastore."""
+class CoVe(Method):
+    """Runs prompts through CoVe factor+revise with the Runtime's model, tokenizer and datastore."""
 
-    def __init__(self, ewe):
-        self.ewe = ewe
-        self.cfg = ewe.config.cove
+    name = "cove"
+
+    def __init__(self, runtime):
+        super().__init__(runtime)
+        self.cfg = runtime.config.cove
+
+    def check_inputs(self, prompts: list[str], dec) -> None:
+        """The baseline's prompt fits the context, before any model work."""
+        ids = [self.runtime.prompt_ids(p, dec.system_prompt) for p in prompts]
+        self.runtime.check_lengths(prompts, ids, 0, dec.max_new_tokens)
 
     # -- one model call ---------------------------------------------------------------
 
     def _call(self, run: "_Run", stage: str, text: str, dec, passages: list[str] | None = None):
         """Plain decoding of `text` (chat template applied), `passages` as memory units if given."""
-        ewe = self.ewe
-        memory = bool(passages)
-        ids = ewe.prompt_ids(text, dec.system_prompt)
-        room = ewe.max_positions - (ewe.config.memory.unit_tokens if memory else 0) - len(ids)
-        if room < 1:
-            raise ValueError(f"CoVe {stage} prompt is {len(ids)} tokens; the context holds at most "
-                             f"{ewe.max_positions} (max_position_embeddings)")
-        if dec.max_new_tokens > room:
-            dec = dec.model_copy(update={"max_new_tokens": room})
+        offset = self.runtime.config.memory.unit_tokens if passages else 0
         t0 = time.perf_counter()
-        [out] = ewe._generate_batch([text], [list(passages) if memory else []], dec)
+        out = self.runtime.complete(text, dec, f"CoVe {stage}", passages, offset)
         run.seconds[stage] += time.perf_counter() - t0
         n = len(out.token_ids) + int(out.finish_reason == "eos")  # the end token was decoded too
         run.tokens[stage] += n
@@ -84,8 +77,7 @@ class CoVe:
         return out
 
     def _greedy(self, max_new_tokens: int, dec):
-        return self.ewe._decoding(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0,
-                                  system_prompt=dec.system_prompt)
+        return self.runtime.greedy(dec, max_new_tokens)
 
     # -- the pipeline -----------------------------------------------------------------
 
@@ -128,19 +120,19 @@ class CoVe:
                 texts = list(passages)
             elif cfg.retrieval:
                 t0 = time.perf_counter()
-                [hits] = self.ewe.retrieve([question], k=cfg.top_k)
+                [hits] = self.runtime.retrieve([question], k=cfg.top_k)
                 run.seconds["retrieve"] += time.perf_counter() - t0
                 texts = [h.text for h in hits]
                 for h in hits:
-                    retrieved.setdefault(h.id, _hit(h, text=False))
+                    retrieved.setdefault(h.id, h.to_dict())
             query = P.answer_prompt(question)
             if texts and not in_memory:
-                query = self.ewe.prompt_with_passages(query, texts)
+                query = self.runtime.prompt_with_passages(query, texts)
             ans = self._call(run, "answer", query, answer_dec, texts if in_memory else None)
             answer = P.strip_label(ans.text).strip()
             run.trace.add("cove_answer", index=i, question=question, answer=answer, tokens=len(ans.token_ids),
                           placement=(cfg.passages_placement if use_evidence else None),
-                          passages=[_hit(h) for h in hits] if hits else [{"text": t} for t in texts])
+                          passages=[h.to_dict(text=True) for h in hits] if hits else [{"text": t} for t in texts])
             pairs.append({"question": question, "answer": answer,
                           "claim": source or claim_for(question, sentences, baseline, prompt)})
 

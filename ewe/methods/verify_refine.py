@@ -39,7 +39,7 @@ from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
-from .calls import CheckedMethod, checked_spans, complete, greedy, text_tokens
+from .calls import CheckedMethod, checked_spans, text_tokens
 
 STAGES = ("retrieve", "generate", "check", "refine")
 BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
@@ -61,12 +61,14 @@ class _Run:
 
 
 class VerifyRefine(CheckedMethod):
-    """Runs prompts through Streaming-VR or Full-VR with one EWE's model, checker and datastore."""
+    """Runs prompts through Streaming-VR or Full-VR with the Runtime's model, checker and datastore."""
 
-    def __init__(self, ewe):
-        super().__init__(ewe)
-        self.cfg = ewe.config.vr
-        self.method = ewe.config.method
+    name = "streaming-vr"
+
+    def __init__(self, runtime):
+        super().__init__(runtime)
+        self.cfg = runtime.config.vr
+        self.method = self.name
 
     # -- parts shared by both methods ------------------------------------------------------
 
@@ -76,13 +78,13 @@ class VerifyRefine(CheckedMethod):
         hits = []
         if passages is None and self.cfg.open_book:
             t0 = time.perf_counter()
-            [found] = self.ewe.retrieve([run.prompt])
+            [found] = self.runtime.retrieve([run.prompt])
             run.seconds["retrieve"] += time.perf_counter() - t0
-            hits = [{"id": h.id, "title": h.title, "score": round(float(h.score), 4)} for h in found]
+            hits = [h.to_dict() for h in found]
             passages = [h.text for h in found]
-        return self.ewe.prompt_with_passages(run.prompt, list(passages or [])), hits
+        return self.runtime.prompt_with_passages(run.prompt, list(passages or [])), hits
 
-    def _check(self, run: _Run, sentence: str, context: str, start: int | None = None):
+    def check_sentence(self, run: _Run, sentence: str, context: str, start: int | None = None):
         t0 = time.perf_counter()
         check = self.checker.check_sentence(sentence, context=context, prompt=run.prompt)
         run.seconds["check"] += time.perf_counter() - t0
@@ -105,27 +107,27 @@ class VerifyRefine(CheckedMethod):
     def _complete(self, run: _Run, text: str, max_new_tokens: int, dec, stage: str):
         """One plain, greedy model call on `text`, timed under `stage`."""
         t0 = time.perf_counter()
-        out = complete(self.ewe, text, greedy(self.ewe, dec, max_new_tokens), f"{self.method} {stage}")
+        out = self.runtime.complete(text, self.runtime.greedy(dec, max_new_tokens), f"{self.method} {stage}")
         run.seconds[stage] += time.perf_counter() - t0
         return out
 
     def _generate(self, run: _Run, gen_prompt: str, dec):
         """The whole answer at once, with the decoding section's settings (offline and Full-VR)."""
-        ewe = self.ewe
-        ids = ewe.prompt_ids(gen_prompt, dec.system_prompt)
-        ewe._check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
+        rt = self.runtime
+        ids = rt.prompt_ids(gen_prompt, dec.system_prompt)
+        rt.check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
         t0 = time.perf_counter()
-        [out] = ewe._generate_batch([gen_prompt], [[]], dec)
+        [out] = rt.generate_plain([gen_prompt], [[]], dec)
         run.seconds["generate"] += time.perf_counter() - t0
         run.decoded += len(out.token_ids) + int(out.finish_reason == "eos")
         run.trace.step = run.decoded
         run.trace.add("vr_answer", text=out.text, tokens=len(out.token_ids), finish_reason=out.finish_reason)
         return out
 
-    def _refine_sentence(self, run: _Run, gen_prompt: str, prefix: str, sentence: str, check) -> str:
+    def refine_sentence(self, run: _Run, gen_prompt: str, prefix: str, sentence: str, check) -> str:
         """s~_t, ending in sentence punctuation; the original sentence when the reply holds none."""
         out = self._complete(run, P.sentence_prompt(gen_prompt, prefix, sentence, self._evidence(check)),
-                             self.cfg.sentence_tokens, self.ewe.config.decoding, "refine")
+                             self.cfg.sentence_tokens, self.runtime.config.decoding, "refine")
         run.refine_tokens += len(out.token_ids)
         refined = P.first_sentence(out.text)
         if refined and refined[-1] not in ".!?…\"'”’)":
@@ -153,7 +155,7 @@ class VerifyRefine(CheckedMethod):
         stats = {
             "method": self.method,
             "mode": self.cfg.mode if self.method == "streaming-vr" else "full",
-            "prompt_tokens": len(self.ewe.prompt_ids(gen_prompt, dec.system_prompt)),
+            "prompt_tokens": len(self.runtime.prompt_ids(gen_prompt, dec.system_prompt)),
             "new_tokens": len(token_ids),
             "decoded_tokens": run.decoded,
             "refine_tokens": run.refine_tokens,
@@ -174,7 +176,7 @@ class VerifyRefine(CheckedMethod):
         for a, b in checked_spans(answer, cut_off=out.finish_reason == "length"):
             sentence = answer[a:b].strip()
             if sentence:
-                check = self._check(run, sentence, answer[:a])
+                check = self.check_sentence(run, sentence, answer[:a])
                 run.sentences.append({"text": sentence, "checked": True, "needs_rewrite": check.needs_rewrite})
                 if check.needs_rewrite:
                     failed.append(check)
@@ -192,7 +194,7 @@ class VerifyRefine(CheckedMethod):
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
         run.sentences = [{"text": s.strip(), "checked": False, "needs_rewrite": None}
                          for s in (refined[a:b] for a, b in sentence_spans(refined)) if s.strip()]
-        return refined, text_tokens(self.ewe, refined), [], reply.finish_reason
+        return refined, text_tokens(self.runtime, refined), [], reply.finish_reason
 
     def _offline(self, run: _Run, gen_prompt: str, dec):
         """The paper's protocol: the answer's sentences verified and refined in order after the fact."""
@@ -204,24 +206,24 @@ class VerifyRefine(CheckedMethod):
             last = b
             if not sentence:
                 continue
-            check = self._check(run, sentence, kept)
-            final = self._refine_sentence(run, gen_prompt, kept, sentence, check) if check.needs_rewrite else sentence
+            check = self.check_sentence(run, sentence, kept)
+            final = self.refine_sentence(run, gen_prompt, kept, sentence, check) if check.needs_rewrite else sentence
             run.sentences.append({"text": final, "original": sentence, "checked": True,
                                   "needs_rewrite": check.needs_rewrite})
             kept += final
         kept += answer[last:]
         if kept == answer:
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
-        return kept, text_tokens(self.ewe, kept), [], out.finish_reason
+        return kept, text_tokens(self.runtime, kept), [], out.finish_reason
 
     def _live(self, run: _Run, gen_prompt: str, dec):
         """Streaming-VR as proposed: verify each sentence as it completes, refine it in place, go on."""
-        ewe = self.ewe
-        ids = ewe.prompt_ids(gen_prompt, dec.system_prompt)
-        ewe._check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
+        rt = self.runtime
+        ids = rt.prompt_ids(gen_prompt, dec.system_prompt)
+        rt.check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
         live = _LiveAnswer(self, run, gen_prompt)
-        session = DecodingSession(ewe.model, None, 0, ewe.config.model.attention_impl)
-        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), ewe.stop_ids, dec.max_new_tokens,
+        session = DecodingSession(rt.model, None, 0, rt.config.model.attention_impl)
+        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids, dec.max_new_tokens,
                          records=[live.tracker], hook=live, budget=BUDGET_FACTOR * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
         run.seconds["generate"] += loop.model_s
@@ -240,7 +242,7 @@ class _LiveAnswer(Hook):
 
     def __init__(self, method: VerifyRefine, run: _Run, gen_prompt: str):
         self.method, self.run, self.gen_prompt = method, run, gen_prompt
-        self.tracker = SentenceTracker(method.ewe.tokenizer)
+        self.tracker = SentenceTracker(method.runtime.tokenizer)
         self.settled = 0  # tokens before this were verified (and refined if they failed): never checked again
         self.verdicts: dict[int, bool] = {}  # sentence start -> needs_rewrite
         self.refined_starts: set[int] = set()
@@ -265,12 +267,12 @@ class _LiveAnswer(Hook):
             if s.start < self.settled:
                 continue  # part of a refined sentence
             prefix = t.decode(0, s.start)
-            check = self.method._check(self.run, s.text, prefix, s.start)
+            check = self.method.check_sentence(self.run, s.text, prefix, s.start)
             self.verdicts[s.start] = check.needs_rewrite
             self.settled = s.end
             if not check.needs_rewrite:
                 continue
-            refined = self.method._refine_sentence(self.run, self.gen_prompt, prefix, s.text, check)
+            refined = self.method.refine_sentence(self.run, self.gen_prompt, prefix, s.text, check)
             self.refined_starts.add(s.start)
             return self._replace(s.start, refined, last=at_end and n == len(sentences))
         return None
@@ -280,8 +282,14 @@ class _LiveAnswer(Hook):
         generator's own log-probs and entropies of them, so confidence stays comparable."""
         t = self.tracker
         text = sentence if start == 0 or t.decode(0, start).endswith((" ", "\n")) else " " + sentence
-        new_ids = text_ids(self.method.ewe.tokenizer, text)
+        new_ids = text_ids(self.method.runtime.tokenizer, text)
         self.run.trace.add("backtrack", why="refined sentence replaces the failed one", start_token=start,
                            removed_tokens=len(t.tokens) - start, removed_text=t.decode(start), attempt=1, feedback=[])
         self.settled = start + len(new_ids)
         return Rewind(start, new_ids, end=last)
+
+
+class FullVR(VerifyRefine):
+    """Full-VR: the whole answer generated, every sentence verified, the whole answer refined if one fails."""
+
+    name = "full-vr"

@@ -74,6 +74,13 @@ class Hit:
     def body(self) -> str:
         return self.text[self.body_start :]
 
+    def to_dict(self, text: bool = False) -> dict:
+        """How results and traces list a hit: id, title, score to 4 places (and the text if asked)."""
+        d = {"id": self.id, "title": self.title, "score": round(float(self.score), 4)}
+        if text:
+            d["text"] = self.text
+        return d
+
 
 class Datastore:
     """Searchable passages. Make one with `Datastore.build` or `Datastore.load`.

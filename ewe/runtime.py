@@ -1,0 +1,287 @@
+"""The Runtime: what every method runs on. It holds the configuration and the loaded parts
+(the patched model, its tokenizer, the unit encoder, the datastore and the fact-checker),
+each loaded only when first used, so a command that never generates (`ewe eval score`)
+never loads the generator. Methods receive a Runtime, never the `EWE` facade.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from . import tokens
+from .config import ConfigError, DecodingConfig, EWEConfig
+from .engine import DecodingSession, Sampler, TokenLoop
+from .errors import InputError
+from .memory import MemoryState, UnitEncoder, WorkingMemory
+from .result import GenerationResult
+
+
+def hits_to_dicts(hits) -> list[dict]:
+    """Retrieved passages as results and traces list them: id, title, score to 4 places."""
+    return [h.to_dict() for h in hits]
+
+
+class Runtime:
+    """The configuration and its loaded parts; see the module docstring."""
+
+    def __init__(self, config: EWEConfig, model=None, tokenizer=None, datastore=None, fact_checker=None):
+        self.config = config
+        self._model = None
+        self._tokenizer = tokenizer
+        self._datastore = datastore
+        self._fact_checker = fact_checker
+        self._encoder = None
+        self.load_report = None
+        mem, ret = config.memory, config.retrieval
+        if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
+            raise ConfigError(
+                f"retrieval.top_k={ret.top_k} passages do not fit memory.retrieval_units={mem.retrieval_units}"
+            )
+        if model is not None:
+            self._set_model(model)
+
+    # -- the loaded parts, each on first use ----------------------------------------------
+
+    def _set_model(self, model) -> None:
+        from .modeling import patch_model
+
+        patch_model(model)
+        self._model = model
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the generator is loaded (a test shows scoring never loads it)."""
+        return self._model is not None
+
+    @property
+    def model(self):
+        """The generator with EWE's attention registered, loaded on first use."""
+        if self._model is None:
+            from .models import load_model
+
+            m = self.config.model
+            model, tokenizer, self.load_report = load_model(m.name, m.dtype, m.device)
+            self._tokenizer = self._tokenizer or tokenizer
+            self._set_model(model)
+        return self._model
+
+    @property
+    def tokenizer(self):
+        """The generator's tokenizer (loaded without the model when only it is needed)."""
+        if self._tokenizer is None:
+            from .models import load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.config.model.name)
+        return self._tokenizer
+
+    @property
+    def encoder(self) -> UnitEncoder:
+        """Encodes passages into memory units (one KV cache each), with its LRU of encoded units."""
+        if self._encoder is None:
+            mem = self.config.memory
+            self._encoder = UnitEncoder(self.model, self.tokenizer, mem.unit_tokens, mem.unit_start_token,
+                                        mem.encoder_cache_units)
+        return self._encoder
+
+    @property
+    def max_positions(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    @property
+    def stop_ids(self) -> set[int]:
+        """The generation config's end-of-sequence ids and the tokenizer's."""
+        gen = self.model.generation_config
+        eos = gen.eos_token_id if gen else None
+        eos = eos if isinstance(eos, list) else [eos]
+        return {i for i in eos + [self.tokenizer.eos_token_id] if i is not None}
+
+    @property
+    def datastore_loaded(self) -> bool:
+        return self._datastore is not None
+
+    @property
+    def datastore(self):
+        """The retrieval datastore named by retrieval.source, loaded (or built) on first use; None if unset."""
+        source = self.config.retrieval.source
+        if self._datastore is None and source is not None:
+            from .retrieval import Datastore, default_datastore
+
+            if source == "embedded":
+                # one datastore for every config: a unit holds the passage plus its start token
+                self._datastore = default_datastore(self.tokenizer, chunk_tokens=self.config.memory.unit_tokens - 1)
+            else:
+                self._datastore = Datastore.load(source)
+        return self._datastore
+
+    def fact_checker(self, need_evidence: bool = True):
+        """The configured FactChecker (checker section), with this datastore as its evidence.
+
+        need_evidence: raise if there is no datastore to find evidence in (every check would
+        fail); False when the caller gives the evidence itself.
+        """
+        if self._fact_checker is None:
+            from .retrieval.evidence import DatastoreEvidence
+            from .verify.factory import build_fact_checker
+
+            evidence = DatastoreEvidence(self.datastore) if self.datastore is not None else None
+            self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
+                                                    device=self.config.model.device)
+        if need_evidence and getattr(self._fact_checker, "evidence", True) is None:
+            raise ConfigError("fact-checking needs evidence, but retrieval.source is null: set it to 'embedded' or a "
+                              "datastore folder (or give the evidence: EWE.check(..., evidence=[...]), "
+                              "ewe check --evidence)")
+        return self._fact_checker
+
+    def use_fact_checker(self, checker) -> None:
+        """Check with `checker` from now on (a checker built elsewhere, or a test's)."""
+        self._fact_checker = checker
+
+    # -- what methods do with them ------------------------------------------------------------
+
+    def retrieve(self, queries: list[str], k: int | None = None) -> list[list]:
+        """The top `k` (default retrieval.top_k) passages (Hits) for each query, with the configured
+        threshold and de-duplication."""
+        ret = self.config.retrieval
+        if self.datastore is None:
+            return [[] for _ in queries]
+        return self.datastore.search(queries, k=k or ret.top_k, threshold=ret.threshold,
+                                     dedup_sources=ret.dedup_sources)
+
+    @staticmethod
+    def prompt_with_passages(prompt: str, passages: list[str]) -> str:
+        """The "+RA" baseline's prompt: the passages as numbered text before the request."""
+        if not passages:
+            return prompt
+        listed = "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
+        return f"Relevant passages:\n{listed}\n\n{prompt}"
+
+    def new_memory(self) -> WorkingMemory:
+        """An empty working memory with this configuration's pools, sharing the unit encoder."""
+        return WorkingMemory(self.encoder, self.config.memory.retrieval_units, self.config.memory.feedback_units)
+
+    def prompt_ids(self, prompt: str, system_prompt: str | None = None) -> list[int]:
+        """The prompt through the chat template; its text can never become a control token."""
+        return tokens.prompt_ids(self.tokenizer, prompt, system_prompt)
+
+    def decoding(self, **overrides) -> DecodingConfig:
+        """The decoding section with `overrides` (None values keep the configured ones), validated."""
+        data = self.config.decoding.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return EWEConfig.build({"decoding": data}).decoding
+
+    def greedy(self, dec: DecodingConfig, max_new_tokens: int) -> DecodingConfig:
+        """The settings of a greedy stage of `max_new_tokens` (dec's system prompt kept)."""
+        return self.decoding(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0,
+                             system_prompt=dec.system_prompt)
+
+    def check_lengths(self, prompts: list[str], ids: list[list[int]], offset: int, max_new_tokens: int) -> None:
+        """Every prompt and its answer fit the context (after `offset` memory positions), else an
+        InputError naming the prompt, before any model work."""
+        limit = self.max_positions - offset
+        where = f"max_position_embeddings={self.max_positions}" + (
+            f" minus memory.unit_tokens={offset}" if offset else ""
+        )
+        for i, (p, row) in enumerate(zip(prompts, ids)):
+            name = "prompt" if len(prompts) == 1 else f"prompt[{i}]"
+            if len(row) >= limit:
+                raise InputError(f"{name} is {len(row)} tokens; the context holds at most {limit} ({where})")
+            if len(row) + max_new_tokens > limit:
+                raise InputError(
+                    f"{name} ({len(row)} tokens) + max_new_tokens={max_new_tokens} = {len(row) + max_new_tokens} "
+                    f"exceeds the context limit {limit} ({where})"
+                )
+
+    def complete(self, text: str, dec: DecodingConfig, what: str, passages: list[str] | None = None,
+                 offset: int = 0) -> GenerationResult:
+        """One plain model call: `text` answered with `dec`'s settings (with `passages` in memory),
+        its token budget cut to the room the context has left; a prompt that leaves no room is
+        an error naming `what` it was for."""
+        ids = self.prompt_ids(text, dec.system_prompt)
+        room = self.max_positions - offset - len(ids)
+        if room < 1:
+            raise ValueError(f"the {what} prompt is {len(ids)} tokens; the context holds at most "
+                             f"{self.max_positions - offset} (max_position_embeddings"
+                             f"{f' minus {offset} memory positions' if offset else ''})")
+        if dec.max_new_tokens > room:
+            dec = dec.model_copy(update={"max_new_tokens": room})
+        [out] = self.generate_plain([text], [list(passages or [])], dec)
+        return out
+
+    def as_llm(self, max_new_tokens: int = 256):
+        """This model as a text-in, text-out function (greedy, no memory, no pauses); the model
+        is loaded on the first call."""
+        dec = self.decoding(max_new_tokens=max_new_tokens, temperature=0.0)
+
+        def llm(prompt: str) -> str:
+            return self.generate_plain([prompt], [[]], dec)[0].text
+
+        return llm
+
+    def generate_plain(self, prompts: list[str], rows: list[list[str]] | None, dec: DecodingConfig
+                       ) -> list[GenerationResult]:
+        """Memory-augmented decoding of a batch, no pauses: `rows` are each prompt's passages
+        (None retrieves them)."""
+        t0 = time.perf_counter()
+        retrieved = [[] for _ in prompts]
+        if rows is None:
+            retrieved = self.retrieve(prompts)
+            rows = [[h.text for h in hits] for hits in retrieved]
+        texts = prompts
+        if self.config.retrieval.placement == "prompt":
+            texts = [self.prompt_with_passages(p, r) for p, r in zip(prompts, rows)]
+            rows = [[] for _ in prompts]
+        ids = [self.prompt_ids(t, dec.system_prompt) for t in texts]
+        offset = self.config.memory.unit_tokens if any(rows) else 0
+        self.check_lengths(prompts, ids, offset, dec.max_new_tokens)
+
+        memories = []
+        for row in rows:
+            memory = self.new_memory()
+            if row:
+                memory.add(row, pool="retrieval")
+            memories.append(memory)
+        state = MemoryState.from_rows([m.units for m in memories]) if any(rows) else None
+        t1 = time.perf_counter()
+
+        input_ids, valid = self._left_pad(ids)
+        session = DecodingSession(self.model, state, offset, self.config.model.attention_impl)
+        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens)
+        conts = loop.run(input_ids, valid)
+        t2 = t1 + loop.prefill_s
+        t3 = time.perf_counter()
+
+        results = []
+        for p, row_ids, memory, cont, hits in zip(prompts, ids, memories, conts, retrieved):
+            results.append(
+                GenerationResult(
+                    prompt=p,
+                    text=self.tokenizer.decode(cont.token_ids, skip_special_tokens=True),
+                    token_ids=cont.token_ids,
+                    logprobs=cont.logprobs,
+                    finish_reason=cont.finish_reason,
+                    memory=memory.describe(),
+                    retrieved=hits_to_dicts(hits),
+                    stats={
+                        "prompt_tokens": len(row_ids),
+                        "new_tokens": len(cont.token_ids),
+                        "memory_units": len(memory),
+                        "memory_bytes": memory.footprint()["bytes"],
+                        "retrieve_encode_s": round(t1 - t0, 4),
+                        "prefill_s": round(t2 - t1, 4),
+                        "decode_s": round(t3 - t2, 4),
+                        "total_s": round(t3 - t0, 4),
+                    },
+                )
+            )
+        return results
+
+    def _left_pad(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(r) for r in ids)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+        valid = torch.zeros((len(ids), width), dtype=torch.long)
+        for i, r in enumerate(ids):
+            input_ids[i, width - len(r) :] = torch.tensor(r)
+            valid[i, width - len(r) :] = 1
+        return input_ids, valid
