@@ -20,6 +20,11 @@ from .result import GenerationResult
 from .runtime import Runtime
 
 
+def _runtime_part(name: str, doc: str) -> property:
+    """A read-only view of the Runtime's part `name` (the facade keeps no state of its own)."""
+    return property(lambda self: getattr(self.runtime, name), doc=doc)
+
+
 class EWE:
     """A causal LM whose attention reads a working memory (EWE, eq. 1)."""
 
@@ -47,39 +52,14 @@ class EWE:
 
     # -- the runtime's parts, for users of the facade ---------------------------------------
 
-    @property
-    def config(self) -> EWEConfig:
-        return self.runtime.config
-
-    @property
-    def model(self):
-        return self.runtime.model
-
-    @property
-    def load_report(self):
-        """How the model was loaded (from_config only): source, seconds, from cache."""
-        return self.runtime.load_report
-
-    @property
-    def tokenizer(self):
-        return self.runtime.tokenizer
-
-    @property
-    def encoder(self):
-        return self.runtime.encoder
-
-    @property
-    def stop_ids(self) -> set[int]:
-        return self.runtime.stop_ids
-
-    @property
-    def max_positions(self) -> int:
-        return self.runtime.max_positions
-
-    @property
-    def datastore(self):
-        """The retrieval datastore named by retrieval.source, loaded (or built) on first use; None if unset."""
-        return self.runtime.datastore
+    config = _runtime_part("config", "The validated configuration (EWEConfig).")
+    model = _runtime_part("model", "The generator, with EWE's attention registered.")
+    tokenizer = _runtime_part("tokenizer", "The generator's tokenizer.")
+    encoder = _runtime_part("encoder", "Encodes passages into memory units.")
+    stop_ids = _runtime_part("stop_ids", "Token ids that end an answer.")
+    max_positions = _runtime_part("max_positions", "The context the model holds, in positions.")
+    load_report = _runtime_part("load_report", "How the model was loaded (from_config): source, seconds, from cache.")
+    datastore = _runtime_part("datastore", "The datastore (retrieval.source), loaded on first use; None if unset.")
 
     def retrieve(self, queries: list[str], k: int | None = None) -> list[list]:
         """The top `k` (default retrieval.top_k) passages (Hits) for each query."""

@@ -27,12 +27,8 @@ class Runtime:
 
     def __init__(self, config: EWEConfig, model=None, tokenizer=None, datastore=None, fact_checker=None):
         self.config = config
-        self._model = None
-        self._tokenizer = tokenizer
-        self._datastore = datastore
-        self._fact_checker = fact_checker
-        self._encoder = None
-        self.load_report = None
+        self._tokenizer, self._datastore, self._fact_checker = tokenizer, datastore, fact_checker
+        self._model = self._encoder = self.load_report = None
         mem, ret = config.memory, config.retrieval
         if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
             raise ConfigError(
