@@ -4,7 +4,7 @@ the one token loop (engine/loop.py), which decodes.
 One prompt at a time. Each sampled token is first added to the text; pauses due at that
 point run before the token is fed to the model, so the token and everything after it
 see a refreshed memory, while the context already in the cache is kept (the paper's
-refresh, DESIGN.md section 2). A sentence that fails its check is removed by cropping
+refresh, docs/DESIGN.md section 2). A sentence that fails its check is removed by cropping
 the cache to its first token, the checker's feedback enters the feedback pool, and the
 sentence is written again; retries per sentence and backtracks per prompt are bounded.
 """

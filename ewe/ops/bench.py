@@ -36,7 +36,7 @@ from .reference import memory_attention_reference
 # SmolLM2-135M-Instruct's attention
 HEADS, KV_HEADS, HEAD_DIM = 9, 3, 64
 GRID = [(k, 128, ctx) for ctx in (512, 2048) for k in (1, 4, 8, 16)]
-DESIGN_CASE = (8, 256, 1024)  # DESIGN.md section 5: k = 8, M = 256, context 1024
+DESIGN_CASE = (8, 256, 1024)  # docs/DESIGN.md section 6: k = 8, M = 256, context 1024
 TARGETS = {"fused_over_ext": 1.0, "ref_over_ext": 6.0, "stream_fraction": 0.5}
 
 
@@ -226,7 +226,7 @@ def _print_row(row: Row, header: bool) -> None:
 
 
 def _print_targets(rows) -> None:
-    """The decode targets, checked at the DESIGN.md case."""
+    """The decode targets, checked at the docs/DESIGN.md case (section 6)."""
     for row in rows:
         if row.mode != "decode" or (row.k, row.M, row.ctx) != DESIGN_CASE or row.ext_ms is None:
             continue
