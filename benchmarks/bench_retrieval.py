@@ -2,11 +2,11 @@
 
     python benchmarks/bench_retrieval.py [--factory HNSW32 ...] [--queries 200] [-k 10] [--json out.json]
 
-Same as `ewe bench retrieval`; the code is ewe.retrieval.bench.
+Same as `ewe bench retrieval`; the code is ewe.bench.retrieval.
 """
 import sys
 
-from ewe.retrieval.bench import main
+from ewe.bench.retrieval import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,7 +2,7 @@
 import pytest
 
 from ewe.memory import WorkingMemory
-from ewe.memory.bench import add_bench_arguments, refresh_bench
+from ewe.bench.refresh import add_bench_arguments, refresh_bench
 from tiny import tiny_ewe
 
 

@@ -315,7 +315,7 @@ def test_attention_bench_smoke(monkeypatch, capsys):
     """`ewe bench attention` end to end on tiny shapes: rows, ratios and the targets' lines."""
     import argparse
 
-    from ewe.ops import bench
+    from ewe.bench import attention as bench
 
     monkeypatch.setattr(bench, "GRID", [(1, 8, 16)])
     monkeypatch.setattr(bench, "DESIGN_CASE", (2, 8, 16))

@@ -130,7 +130,7 @@ def test_merge_is_associative_and_handles_empty_segments():
 
 
 def test_bench_stream_fraction_is_paired_per_repeat():
-    from ewe.ops.bench import paired_fraction
+    from ewe.bench.attention import paired_fraction
 
     # each repeat's pair gives one ratio (here 0.5, 0.5, 2.0: the third repeat's calls ran while
     # the machine was 4x as fast as during its stream read); the result is their median

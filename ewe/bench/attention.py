@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..argtypes import positive_int
-from . import extension
-from .fused import memory_attention_fused
-from .layer_memory import LayerMemory
-from .reference import memory_attention_reference
+from ..ops import extension
+from ..ops.fused import memory_attention_fused
+from ..ops.layer_memory import LayerMemory
+from ..ops.reference import memory_attention_reference
 
 # SmolLM2-135M-Instruct's attention
 HEADS, KV_HEADS, HEAD_DIM = 9, 3, 64

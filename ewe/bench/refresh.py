@@ -35,9 +35,9 @@ import torch
 
 from ..argtypes import non_negative_int, positive_int
 from ..engine import DecodingSession
-from .encoder import UnitEncoder
-from .units import unit_id
-from .working_memory import WorkingMemory
+from ..memory.encoder import UnitEncoder
+from ..memory.units import unit_id
+from ..memory.working_memory import WorkingMemory
 
 PROMPT, SUBJECT = "Tell me a bio of Albert Einstein.", "Albert Einstein"
 # (generated tokens the target is judged at or None for every row, minimum ratio)

@@ -32,9 +32,9 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_retrieval_bench(args) -> int:
-    from .chunking import DEFAULT_CHUNK_TOKENS
-    from .cli import resolve_tokenizer
-    from .embedded import default_datastore, default_datastore_path
+    from ..retrieval.chunking import DEFAULT_CHUNK_TOKENS
+    from ..retrieval.cli import resolve_tokenizer
+    from ..retrieval.embedded import default_datastore, default_datastore_path
 
     factories = args.factories or DEFAULT_FACTORIES
     if getattr(args, "faiss_threads", None):

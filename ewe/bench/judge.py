@@ -33,7 +33,7 @@ def run_judge_bench(args, load_ewe) -> int:
     from ..verify.factchecker import FactChecker
     from ..verify.types import Evidence
     from ..wiki import passage
-    from .checker import Judge, JudgeChecker
+    from ..judge.checker import Judge, JudgeChecker
 
     ewe = load_ewe(args)
     evidence = [Evidence(text=passage(t), title=t) for t in TITLES]

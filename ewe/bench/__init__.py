@@ -1,10 +1,18 @@
-"""`ewe bench ...`: speed measured side by side in one process, reported as medians and ratios."""
+"""`ewe bench ...`: speed measured side by side in one process, reported as medians and ratios.
+
+    __init__.py   the commands, and `ewe bench decode` (HF generate vs ewe's loop)
+    attention.py  the memory attention: compiled kernel vs fused PyTorch vs literal eq. 1
+    retrieval.py  the embedded datastore: build rate, search latency, recall per index type
+    refresh.py    a memory refresh and a backtrack vs the re-prefill a re-prompting method pays
+    judge.py      one check by the trained judge, in decode steps of the generator
+    run.py        wall time per prompt: the full EWE pipeline vs the RA baseline
+"""
 from __future__ import annotations
 
 import statistics
 import time
 
-from .argtypes import non_negative_int, positive_int
+from ..argtypes import non_negative_int, positive_int
 
 BENCH_PROMPT = "Tell me a bio of Albert Einstein."
 BENCH_TITLES = ["Albert Einstein", "Marie Curie", "Isaac Newton", "Charles Darwin", "Niels Bohr", "Max Planck"]
@@ -18,7 +26,7 @@ def bench_decode(args, load_ewe) -> int:
     """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved."""
     import torch
 
-    from .wiki import passage
+    from ..wiki import passage
 
     ewe = load_ewe(args)
     n, k = args.tokens, args.units
@@ -75,33 +83,33 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_model_options(d)
     d.set_defaults(func=lambda a: bench_decode(a, load_ewe), **{"memory.unit_tokens": 128})
 
-    from .ops.bench import add_bench_arguments, run_attention_bench
+    from .attention import add_bench_arguments, run_attention_bench
 
     a = which.add_parser("attention", help="memory attention: compiled extension vs fused PyTorch vs literal eq. 1")
     add_bench_arguments(a)
     a.set_defaults(func=lambda args: run_attention_bench(args) and 0)
 
-    from .retrieval.bench import add_bench_arguments as add_retrieval_arguments, run_retrieval_bench
+    from .retrieval import add_bench_arguments as add_retrieval_arguments, run_retrieval_bench
 
     r = which.add_parser("retrieval", help="embedded Wikipedia datastore: build, search latency, recall of ANN indexes")
     add_retrieval_arguments(r)
     r.set_defaults(func=lambda args: run_retrieval_bench(args) and 0)
 
-    from .memory.bench import add_bench_arguments as add_refresh_arguments, run_refresh_bench
+    from .refresh import add_bench_arguments as add_refresh_arguments, run_refresh_bench
 
     f = which.add_parser("refresh", help="memory refresh and backtrack vs a re-prompting method's re-prefill")
     add_refresh_arguments(f)
     add_model_options(f)
     f.set_defaults(func=lambda args: run_refresh_bench(args, load_ewe), **{"memory.unit_tokens": 128})
 
-    from .judge.bench import add_bench_arguments as add_judge_arguments, run_judge_bench
+    from .judge import add_bench_arguments as add_judge_arguments, run_judge_bench
 
     j = which.add_parser("judge", help="one check (a sentence against 5 passages) in seconds and decode steps")
     add_judge_arguments(j)
     add_model_options(j)
     j.set_defaults(func=lambda args: run_judge_bench(args, load_ewe))
 
-    from .controller.bench import add_bench_arguments as add_run_arguments, run_run_bench
+    from .run import add_bench_arguments as add_run_arguments, run_run_bench
 
     rb = which.add_parser("run", help="wall time per prompt: full EWE pipeline vs the RA baseline, same prompts")
     add_run_arguments(rb)
