@@ -112,6 +112,7 @@ class TokenLoop:
         self.hook = hook or Hook()
         self.budget = budget if budget is not None else max_new_tokens
         self.decoded = 0
+        self.reasons: list[str | None] = []  # why each row stopped, once it has
         self.prompt_len = 0
         self.prefill_s = 0.0
         self.model_s = 0.0  # prefill, forward passes and sampling
@@ -125,7 +126,7 @@ class TokenLoop:
         self.prompt_len = input_ids.shape[1]
         if self.records is None:
             self.records = [Continuation() for _ in range(input_ids.shape[0])]
-        self.reasons: list[str | None] = [None] * len(self.records)
+        self.reasons = [None] * len(self.records)
         while logits is not None:
             logits = self._advance(logits)
         for rec, reason in zip(self.records, self.reasons):
