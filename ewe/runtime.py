@@ -17,11 +17,6 @@ from .memory import MemoryState, UnitEncoder, WorkingMemory
 from .result import GenerationResult
 
 
-def hits_to_dicts(hits) -> list[dict]:
-    """Retrieved passages as results and traces list them: id, title, score to 4 places."""
-    return [h.to_dict() for h in hits]
-
-
 class Runtime:
     """The configuration and its loaded parts; see the module docstring."""
 
@@ -257,7 +252,7 @@ class Runtime:
                     logprobs=cont.logprobs,
                     finish_reason=cont.finish_reason,
                     memory=memory.describe(),
-                    retrieved=hits_to_dicts(hits),
+                    retrieved=[h.to_dict() for h in hits],
                     stats={
                         "prompt_tokens": len(row_ids),
                         "new_tokens": len(cont.token_ids),

@@ -38,35 +38,35 @@ def method_name(method: str) -> str:
     return Path(method).stem if method.endswith((".yaml", ".yml")) else method
 
 
-def _model_key(config: EWEConfig) -> tuple:
-    """What loading a model depends on (the attention kernel is chosen per call, not at load)."""
+def _keys(config: EWEConfig) -> tuple[tuple, tuple]:
+    """What loading the model depends on (the attention kernel is chosen per call, not at load),
+    and what loading the datastore depends on."""
     m = config.model
-    return (m.name, m.dtype, m.device)
+    model_key = (m.name, m.dtype, m.device)
+    return model_key, (model_key, config.retrieval.source, config.memory.unit_tokens)
 
 
 class Loader:
     """EWE instances for configurations, sharing the model and datastores where they agree."""
 
     def __init__(self):
-        self.models: dict[str, tuple] = {}
+        self.models: dict[tuple, tuple] = {}
         self.datastores: dict[tuple, object] = {}
 
     def runtime(self, config: EWEConfig) -> Runtime:
         """A Runtime for `config` with the model and datastore already loaded for an earlier one
         that agrees; whatever is not loaded yet loads on first use (scoring never loads the model)."""
-        key = _model_key(config)
+        key, ds_key = _keys(config)
         model, tokenizer = self.models.get(key, (None, None))
-        ds_key = (key, config.retrieval.source, config.memory.unit_tokens)
         return Runtime(config, model, tokenizer, datastore=self.datastores.get(ds_key))
 
     def remember(self, runtime: Runtime) -> None:
         """Keep what `runtime` has loaded for the Runtimes that come next."""
-        config = runtime.config
-        key = _model_key(config)
+        key, ds_key = _keys(runtime.config)
         if runtime.loaded:
             self.models[key] = (runtime.model, runtime.tokenizer)
-        if config.retrieval.source is not None and runtime.datastore_loaded:
-            self.datastores[(key, config.retrieval.source, config.memory.unit_tokens)] = runtime.datastore
+        if runtime.datastore_loaded:
+            self.datastores[ds_key] = runtime.datastore
 
     def load(self, config: EWEConfig):
         """An EWE (model loaded) for generating with `config`."""

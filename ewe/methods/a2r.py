@@ -67,7 +67,7 @@ class _Run:
 
 
 class A2R(CheckedMethod):
-    """Runs prompts through Ask-Assess-Refine with one EWE's model, checker and datastore."""
+    """Runs prompts through Ask-Assess-Refine with the Runtime's model, checker and datastore."""
 
     name = "a2r"
 

@@ -68,7 +68,6 @@ class VerifyRefine(CheckedMethod):
     def __init__(self, runtime):
         super().__init__(runtime)
         self.cfg = runtime.config.vr
-        self.method = self.name
 
     # -- parts shared by both methods ------------------------------------------------------
 
@@ -107,7 +106,7 @@ class VerifyRefine(CheckedMethod):
     def _complete(self, run: _Run, text: str, max_new_tokens: int, dec, stage: str):
         """One plain, greedy model call on `text`, timed under `stage`."""
         t0 = time.perf_counter()
-        out = self.runtime.complete(text, self.runtime.greedy(dec, max_new_tokens), f"{self.method} {stage}")
+        out = self.runtime.complete(text, self.runtime.greedy(dec, max_new_tokens), f"{self.name} {stage}")
         run.seconds[stage] += time.perf_counter() - t0
         return out
 
@@ -145,7 +144,7 @@ class VerifyRefine(CheckedMethod):
         run = _Run(prompt)
         t_start = time.perf_counter()
         gen_prompt, hits = self._generation_prompt(run, passages)
-        if self.method == "full-vr":
+        if self.name == "full-vr":
             text, token_ids, logprobs, finish = self._full(run, gen_prompt, dec)
         elif self.cfg.mode == "offline":
             text, token_ids, logprobs, finish = self._offline(run, gen_prompt, dec)
@@ -153,8 +152,8 @@ class VerifyRefine(CheckedMethod):
             text, token_ids, logprobs, finish = self._live(run, gen_prompt, dec)
         run.trace.add("finish", reason=finish, new_tokens=len(token_ids), decoded_tokens=run.decoded)
         stats = {
-            "method": self.method,
-            "mode": self.cfg.mode if self.method == "streaming-vr" else "full",
+            "method": self.name,
+            "mode": self.cfg.mode if self.name == "streaming-vr" else "full",
             "prompt_tokens": len(self.runtime.prompt_ids(gen_prompt, dec.system_prompt)),
             "new_tokens": len(token_ids),
             "decoded_tokens": run.decoded,
