@@ -17,6 +17,8 @@ def _choices(section: str, key: str) -> list[str]:
     """A setting's allowed values, read from its type in the configuration (never listed twice)."""
     from typing import Literal, get_args, get_origin
 
+    from pydantic import BaseModel
+
     from .config import EWEConfig
 
     def literals(tp) -> list[str]:
@@ -24,7 +26,8 @@ def _choices(section: str, key: str) -> list[str]:
             return [str(a) for a in get_args(tp)]
         return [v for a in get_args(tp) for v in literals(a)]
 
-    section_type = EWEConfig.model_fields[section].annotation
+    [section_type] = [t for t in (EWEConfig.model_fields[section].annotation, *get_args(
+        EWEConfig.model_fields[section].annotation)) if isinstance(t, type) and issubclass(t, BaseModel)]
     return literals(section_type.model_fields[key].annotation)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 
 class ConfigError(ValueError):
@@ -218,8 +218,18 @@ class A2RConfig(_Section):
     assess_final: bool = Field(True, description="also score the returned answer (stats.final_scores)")
 
 
+MethodName = Literal["ewe", "cove", "streaming-vr", "full-vr", "a2r"]
+METHOD_SECTIONS: dict[str, str] = {  # method -> the one section of its own settings
+    "ewe": "controller", "cove": "cove", "streaming-vr": "vr", "full-vr": "vr", "a2r": "a2r",
+}
+
+
 class EWEConfig(_Section):
-    method: Literal["ewe", "cove", "streaming-vr", "full-vr", "a2r"] = Field(
+    """The shared sections (model, memory, retrieval, decoding, checker) and the chosen
+    method's own section, the only one present: `controller` for ewe, `cove`, `vr` for
+    streaming-vr and full-vr, `a2r`. A section of another method is refused, not ignored."""
+
+    method: MethodName = Field(
         "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification '
                            'baseline; "streaming-vr" / "full-vr": verify and refine per sentence / per answer; '
                            '"a2r": Ask-Assess-Refine'
@@ -228,19 +238,66 @@ class EWEConfig(_Section):
     memory: MemoryConfig = MemoryConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     decoding: DecodingConfig = DecodingConfig()
-    controller: ControllerConfig = ControllerConfig()
     checker: CheckerConfig = CheckerConfig()
-    cove: CoveConfig = CoveConfig()
-    vr: VerifyRefineConfig = VerifyRefineConfig()
-    a2r: A2RConfig = A2RConfig()
+    controller: Optional[ControllerConfig] = Field(None, description="method ewe: pauses, checks and rewrites")
+    cove: Optional[CoveConfig] = Field(None, description="method cove")
+    vr: Optional[VerifyRefineConfig] = Field(None, description="methods streaming-vr and full-vr")
+    a2r: Optional[A2RConfig] = Field(None, description="method a2r")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chosen_method_section(cls, data):
+        """Fill in the chosen method's section; refuse the sections of the others."""
+        if not isinstance(data, dict) or data.get("method", "ewe") not in METHOD_SECTIONS:
+            return data  # not a mapping, or an unknown method: the field types report it
+        method = data.get("method", "ewe")
+        own = METHOD_SECTIONS[method]
+        stray = sorted({s for s in METHOD_SECTIONS.values() if s != own and data.get(s) is not None})
+        if stray:
+            owners = "; ".join(f"'{s}' is for method {' / '.join(repr(m) for m, o in METHOD_SECTIONS.items() if o == s)}"
+                               for s in stray)
+            raise ValueError(f"method {method!r} reads only its own section '{own}': {owners} "
+                             "(remove it, or choose that method)")
+        if data.get(own) is None:
+            data = {**data, own: {}}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _without_absent_sections(self, handler):
+        data = handler(self)
+        for section in set(METHOD_SECTIONS.values()):
+            if data.get(section) is None:
+                data.pop(section, None)
+        return data
+
+    @property
+    def method_section(self) -> "ControllerConfig | CoveConfig | VerifyRefineConfig | A2RConfig":
+        """The chosen method's own settings."""
+        return getattr(self, METHOD_SECTIONS[self.method])
+
+    @property
+    def pauses(self) -> bool:
+        """EWE's controller pauses to retrieve or to check while it writes."""
+        return self.controller is not None and self.controller.active
+
+    @property
+    def self_checks(self) -> bool:
+        """The method runs the fact-checker on its own answer while it writes."""
+        if self.method == "ewe":
+            return self.controller is not None and self.controller.verify_trigger != "never"
+        return self.method in ("streaming-vr", "full-vr", "a2r")
 
     @model_validator(mode="after")
     def _consistent(self):
-        ctl = self.controller
         if self.method == "cove":
             self._cove_consistent()
-        if self.method in ("streaming-vr", "full-vr", "a2r"):
-            self._vr_consistent()
+        if self.method in ("streaming-vr", "full-vr", "a2r") and self.retrieval.source is None:
+            # also where vr.open_book and a2r retrieve their passages
+            raise ValueError(f"method {self.method!r} checks against evidence from a datastore: set retrieval.source "
+                             "(e.g. 'embedded' or a datastore folder)")
+        ctl = self.controller
+        if ctl is None:
+            return self
         if ctl.active and self.retrieval.placement == "prompt":
             raise ValueError("controller pauses need retrieval.placement 'memory' (feedback goes into memory units)")
         if ctl.retrieval_trigger != "never" and self.retrieval.source is None:
@@ -249,27 +306,8 @@ class EWEConfig(_Section):
             raise ValueError("controller.retrieval_trigger needs memory.retrieval_units >= 1")
         return self
 
-    def _vr_consistent(self) -> None:
-        """Streaming-VR, Full-VR and A2R: their own checks, no controller; evidence from a datastore."""
-        ctl = self.controller
-        if ctl.active:
-            raise ValueError(
-                f"method {self.method!r} runs its own verification and takes no controller pauses (got "
-                f"controller.retrieval_trigger={ctl.retrieval_trigger!r}, controller.verify_trigger="
-                f"{ctl.verify_trigger!r}); set both to 'never' or use method 'ewe'"
-            )
-        if self.retrieval.source is None:  # also where vr.open_book and a2r retrieve their passages
-            raise ValueError(f"method {self.method!r} checks against evidence from a datastore: set retrieval.source "
-                             "(e.g. 'embedded' or a datastore folder)")
-
     def _cove_consistent(self) -> None:
-        ctl, cove, ret = self.controller, self.cove, self.retrieval
-        if ctl.active:
-            raise ValueError(
-                "method 'cove' runs its own stages and takes no controller pauses (got controller.retrieval_trigger="
-                f"{ctl.retrieval_trigger!r}, controller.verify_trigger={ctl.verify_trigger!r}); set both to 'never' "
-                "or use method 'ewe'"
-            )
+        cove, ret = self.cove, self.retrieval
         if cove.retrieval and ret.source is None:
             raise ValueError("cove.retrieval needs a retrieval.source (e.g. 'embedded' or a datastore folder)")
         if cove.passages_placement == "memory":
@@ -279,6 +317,15 @@ class EWEConfig(_Section):
             if cove.retrieval and cove.top_k > self.memory.retrieval_units:
                 raise ValueError(f"cove.top_k={cove.top_k} passages do not fit "
                                  f"memory.retrieval_units={self.memory.retrieval_units}")
+
+    @classmethod
+    def upgrade_saved(cls, saved: dict) -> dict:
+        """A configuration saved before each method had its own section (every section was
+        written, the other methods' ones unused): those unused sections removed."""
+        if not isinstance(saved, dict) or saved.get("method", "ewe") not in METHOD_SECTIONS:
+            return saved
+        own = METHOD_SECTIONS[saved.get("method", "ewe")]
+        return {k: v for k, v in saved.items() if k == own or k not in METHOD_SECTIONS.values()}
 
     @classmethod
     def build(cls, data: dict | None = None, **overrides) -> "EWEConfig":

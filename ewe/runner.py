@@ -188,7 +188,7 @@ def _with_current_defaults(saved: dict) -> dict:
     from .config import EWEConfig
 
     try:
-        return EWEConfig.model_validate(saved).model_dump(mode="json")
+        return EWEConfig.model_validate(EWEConfig.upgrade_saved(saved)).model_dump(mode="json")
     except ValidationError:
         return saved
 

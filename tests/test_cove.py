@@ -349,17 +349,16 @@ def build(**data):
     return EWEConfig.build({"method": "cove", **data})
 
 
-def test_default_method_is_ewe_and_cove_section_has_defaults():
-    cfg = EWEConfig.build({})
-    assert cfg.method == "ewe" and cfg.cove.retrieval is False and cfg.cove.passages_placement == "prompt"
-    assert EWEConfig.build({"retrieval": {"source": None}, "cove": {"retrieval": True}}).method == "ewe"  # unused
+def test_cove_section_has_defaults_and_belongs_to_cove_only():
+    cfg = build()
+    assert cfg.cove.retrieval is False and cfg.cove.passages_placement == "prompt" and cfg.controller is None
+    with pytest.raises(ConfigError, match="method 'ewe' reads only its own section 'controller': 'cove' is for method"):
+        EWEConfig.build({"retrieval": {"source": None}, "cove": {"retrieval": True}})
 
 
 @pytest.mark.parametrize("data, message", [
     ({"controller": {"verify_trigger": "interval"}},
-     "method 'cove' runs its own stages and takes no controller pauses .*verify_trigger='interval'"),
-    ({"controller": {"retrieval_trigger": "interval"}, "retrieval": {"placement": "prompt"}},
-     "method 'cove' runs its own stages"),
+     "method 'cove' reads only its own section 'cove': 'controller' is for method 'ewe'"),
     ({"retrieval": {"source": None}, "cove": {"retrieval": True}}, "cove.retrieval needs a retrieval.source"),
     ({"cove": {"retrieval": True, "top_k": 5, "passages_placement": "memory"}},
      "cove.top_k=5 passages do not fit memory.retrieval_units=4"),
@@ -386,6 +385,6 @@ def test_shipped_configs_validate(name):
     from pathlib import Path
 
     cfg = EWEConfig.from_yaml(Path(__file__).parent.parent / "configs" / name)
-    assert cfg.method == "cove" and not cfg.controller.active
+    assert cfg.method == "cove" and cfg.controller is None and not cfg.pauses
     assert cfg.cove.retrieval is (name == "cove-retrieval.yaml")
     assert (cfg.retrieval.source is not None) is cfg.cove.retrieval

@@ -109,10 +109,16 @@ def test_a_run_saved_before_a_setting_existed_resumes_with_its_default(setup, ca
     assert cli.main(argv) == 0
     saved = out.with_name(out.name + ".config.json")
     old = json.loads(saved.read_text())
-    del old["vr"], old["checker"]["backend"]  # as an older ewe wrote it: no such section, no such key
+    del old["checker"]["backend"]  # as an older ewe wrote it: no such key
+    old["cove"] = {"top_k": 5}  # and, before each method had its own section, every method's section
+    old["vr"], old["a2r"] = {}, {"max_iterations": 3}
     saved.write_text(json.dumps(old))
     assert cli.main(argv[:-1] + ["2"]) == 0
     assert [r["id"] for r in lines(out)] == ["p0", "p1"]
+    old["controller"]["verify_interval"] += 1  # the method's own section still counts
+    saved.write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="another configuration.*controller.verify_interval"):
+        cli.main(argv[:-1] + ["3"])
 
 
 def test_set_overrides_any_key_and_bad_values_are_named(setup, capsys):

@@ -262,7 +262,7 @@ def test_prompt_parsers():
 
 @pytest.mark.parametrize("data, message", [
     ({"method": "streaming-vr", "controller": {"verify_trigger": "interval"}, "retrieval": {"source": "embedded"}},
-     "takes no controller pauses"),
+     "method 'streaming-vr' reads only its own section 'vr': 'controller' is for method 'ewe'"),
     ({"method": "full-vr", "retrieval": {"source": None}}, "checks against evidence from a datastore"),
     ({"method": "streaming-vr", "vr": {"mode": "later"}, "retrieval": {"source": "embedded"}}, "vr.mode"),
 ])
@@ -276,7 +276,7 @@ def test_shipped_configs_validate(name, method):
     from pathlib import Path
 
     cfg = EWEConfig.from_yaml(Path(__file__).parent.parent / "configs" / name)
-    assert cfg.method == method and not cfg.controller.active and cfg.retrieval.source == "embedded"
+    assert cfg.method == method and cfg.controller is None and cfg.retrieval.source == "embedded"
     assert not cfg.vr.refiner_evidence and not cfg.vr.open_book  # the paper's closed-book setting
 
 

@@ -43,7 +43,7 @@ def methods(ewe) -> dict[str, object]:
 
 
 def run_bench(ewe, prompts: list[str], include_memory_only: bool = False) -> dict:
-    if not ewe.config.controller.active:
+    if not ewe.config.pauses:
         raise ValueError("ewe bench run needs a configuration with pauses (e.g. --config configs/ewe.yaml)")
     runners = methods(ewe)
     if not include_memory_only:

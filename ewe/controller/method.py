@@ -14,7 +14,7 @@ class EWEMethod(Method):
 
     def run_batch(self, prompts: list[str], dec, rows: list[list[str]] | None) -> list:
         rt = self.runtime
-        if not rt.config.controller.active:
+        if not rt.config.pauses:
             return rt.generate_plain(prompts, rows, dec)
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
         return [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]).run()

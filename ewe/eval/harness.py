@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import EWEConfig
+from ..config import METHOD_SECTIONS, ConfigError, EWEConfig
 from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
@@ -105,6 +105,25 @@ def settle_prompts(path: Path, wanted: list[dict], what: str) -> None:
                     f"({len(wanted)}); use another --out, or the settings it was made with")
 
 
+def overrides_for(method: str, overrides: dict) -> dict:
+    """The overrides that apply to `method`: every shared setting, and only its own method section."""
+    own = METHOD_SECTIONS[method]
+    return {k: v for k, v in overrides.items()
+            if k.split(".")[0] == own or k.split(".")[0] not in METHOD_SECTIONS.values()}
+
+
+def method_configs(methods: list[str], overrides: dict) -> dict[str, EWEConfig]:
+    """Each method's configuration with the overrides that apply to it; an override of a
+    method section that none of `methods` reads is an error (it would change nothing)."""
+    bases = {method_name(m): EWEConfig.from_yaml(config_path(m)) for m in methods}
+    sections = {METHOD_SECTIONS[c.method] for c in bases.values()}
+    unread = sorted(k for k in overrides if k.split(".")[0] in set(METHOD_SECTIONS.values()) - sections)
+    if unread:
+        raise ConfigError(f"{', '.join(unread)}: no method of this evaluation ({', '.join(bases)}) has that section")
+    return {name: EWEConfig.from_yaml(config_path(m), **overrides_for(bases[name].method, overrides))
+            for name, m in zip(bases, methods)}
+
+
 class EvalError(ValueError):
     """An evaluation folder that does not match what the command asks for."""
 
@@ -116,7 +135,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
              loader: Loader | None = None) -> dict:
     """Generate, score and report; returns {"summaries", "sweeps", "report"}."""
     overrides = dict(overrides or {})
-    configs = {method_name(m): EWEConfig.from_yaml(config_path(m), **overrides) for m in methods}  # fail early
+    configs = method_configs(methods, overrides)  # fail early
     loader = loader or Loader()
     out.mkdir(parents=True, exist_ok=True)
     prompt_files = {}
@@ -161,7 +180,8 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
                 if not sub.exists():  # written whole or not at all: a rerun never finds a partial subset
                     atomic_write(sub, "".join(prompts.read_text(encoding="utf-8").splitlines(True)[:sweep_n]))
                 prompts = sub
-            cfg = EWEConfig.from_yaml(base, **{**overrides, **{key: value for key in param.split("+")}})
+            swept = {key: value for key in param.split("+")}
+            cfg = EWEConfig.from_yaml(base, **{**overrides_for(EWEConfig.from_yaml(base).method, overrides), **swept})
             results = folder / f"{method_name(sweep_method)}.jsonl"
             run_prompts(loader.load(cfg), prompts, results, progress=progress)
             rows = scorer.check_file(results, folder / "details.jsonl", method_name(sweep_method), ds, progress)

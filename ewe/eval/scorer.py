@@ -121,9 +121,7 @@ def checker_signature(cfg) -> str:
 
 def in_loop_checker(cfg) -> str | None:
     """The checker a method consults while it writes (None for methods that check nothing)."""
-    checks = cfg.method in ("streaming-vr", "full-vr", "a2r") or (
-        cfg.method == "ewe" and cfg.controller.verify_trigger != "never")
-    return checker_signature(cfg) if checks else None
+    return checker_signature(cfg) if cfg.self_checks else None
 
 
 def summarize(details: list[dict], method: str, dataset: str, K: int, checker: str, details_path: Path) -> dict:

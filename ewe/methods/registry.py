@@ -29,6 +29,8 @@ class Method:
     name = ""
 
     def __init__(self, runtime):
+        if runtime.config.method != self.name:
+            raise ValueError(f"method {self.name!r} was given the configuration of method {runtime.config.method!r}")
         self.runtime = runtime
 
     def check_inputs(self, prompts: list[str], dec) -> None:

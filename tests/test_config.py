@@ -1,0 +1,102 @@
+"""The configuration as a union per method: the shared sections, and only the chosen method's own."""
+from pathlib import Path
+
+import pytest
+
+from ewe.config import METHOD_SECTIONS, ConfigError, EWEConfig
+
+CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
+SECTIONS = sorted(set(METHOD_SECTIONS.values()))
+
+
+def needs(method: str) -> dict:
+    return {"retrieval": {"source": "embedded"}} if method != "ewe" else {}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_holds_its_method_section_and_no_other(path):
+    cfg = EWEConfig.from_yaml(path)
+    dumped = cfg.model_dump(mode="json")
+    own = METHOD_SECTIONS[cfg.method]
+    assert [s for s in SECTIONS if s in dumped] == [own]
+    assert cfg.method_section is getattr(cfg, own) is not None
+    assert EWEConfig.model_validate(dumped) == cfg  # what a run saves reads back the same
+
+
+@pytest.mark.parametrize("method", list(METHOD_SECTIONS))
+def test_the_chosen_section_takes_its_defaults_and_overrides(method):
+    own = METHOD_SECTIONS[method]
+    cfg = EWEConfig.build({"method": method, **needs(method)})
+    assert getattr(cfg, own) == type(getattr(cfg, own))()
+    assert all(getattr(cfg, s) is None for s in SECTIONS if s != own)
+    key = {"controller": "max_retries", "cove": "max_questions", "vr": "sentence_tokens", "a2r": "max_iterations"}[own]
+    cfg = EWEConfig.build({"method": method, **needs(method)}, **{f"{own}.{key}": 3})
+    assert getattr(cfg.method_section, key) == 3
+
+
+@pytest.mark.parametrize("method, stray", [(m, s) for m in METHOD_SECTIONS for s in SECTIONS if s != METHOD_SECTIONS[m]])
+def test_another_methods_section_is_refused_by_name(method, stray):
+    with pytest.raises(ConfigError, match=f"method '{method}' reads only its own section "
+                                          f"'{METHOD_SECTIONS[method]}': '{stray}' is for method"):
+        EWEConfig.build({"method": method, **needs(method), stray: {}})
+
+
+def test_an_empty_other_section_given_as_null_is_absent():
+    assert EWEConfig.build({"method": "cove", "controller": None}).controller is None
+
+
+def test_switching_the_method_of_a_built_config_is_refused():
+    cfg = EWEConfig()
+    with pytest.raises(ValueError, match="reads only its own section 'cove'"):
+        cfg.method = "cove"  # its controller section stays; build a new configuration instead
+
+
+def test_pauses_and_self_checks_follow_the_method():
+    assert not EWEConfig().pauses and not EWEConfig().self_checks
+    checked = EWEConfig.build({}, **{"controller.verify_trigger": "interval"})
+    assert checked.pauses and checked.self_checks
+    assert EWEConfig.build({}, **{"controller.retrieval_trigger": "interval"}).pauses
+    assert not EWEConfig.build({}, **{"controller.retrieval_trigger": "interval"}).self_checks
+    for method in ("streaming-vr", "full-vr", "a2r"):
+        cfg = EWEConfig.build({"method": method, **needs(method)})
+        assert cfg.self_checks and not cfg.pauses
+    assert not EWEConfig.build({"method": "cove"}).self_checks
+
+
+def test_a_saved_config_from_before_the_union_is_read_without_the_unused_sections():
+    old = EWEConfig().model_dump(mode="json")
+    old.update(cove={"top_k": 5}, vr={}, a2r={"max_iterations": 3})  # as every run before saved it
+    with pytest.raises(Exception, match="reads only its own section"):
+        EWEConfig.model_validate(old)
+    assert EWEConfig.model_validate(EWEConfig.upgrade_saved(old)) == EWEConfig()
+
+
+def test_cli_choices_are_read_from_the_types():
+    from typing import get_args
+
+    from ewe.cli import _choices
+    from ewe.config import Trigger
+
+    assert _choices("controller", "verify_trigger") == list(get_args(Trigger))
+    assert _choices("model", "dtype") == ["float32", "bfloat16", "float16"]
+    assert _choices("model", "attention_impl") == ["auto", "reference", "fused", "extension"]
+
+
+def test_eval_overrides_reach_only_the_methods_that_read_them():
+    from ewe.eval.harness import method_configs
+
+    configs = method_configs(["ewe", "cove", "ra"], {"controller.max_retries": 0, "cove.max_questions": 2,
+                                                     "decoding.max_new_tokens": 12})
+    assert configs["ewe"].controller.max_retries == 0 and configs["ra"].controller.max_retries == 0
+    assert configs["cove"].cove.max_questions == 2
+    assert {c.decoding.max_new_tokens for c in configs.values()} == {12}
+    with pytest.raises(ConfigError, match="a2r.max_iterations: no method of this evaluation .* has that section"):
+        method_configs(["ewe", "cove"], {"a2r.max_iterations": 1})
+
+
+def test_a_method_refuses_another_methods_configuration():
+    from ewe.methods.registry import method_class
+    from ewe.runtime import Runtime
+
+    with pytest.raises(ValueError, match="method 'cove' was given the configuration of method 'ewe'"):
+        method_class("cove")(Runtime(EWEConfig()))
