@@ -30,6 +30,19 @@ struct AttentionShape {
   int64_t B, Hq, Hkv, G, Q, L, N, D;
 };
 
+// The op's arguments as the binding receives them (see the table above).
+struct AttentionArgs {
+  const at::Tensor& query;
+  const at::Tensor& key;
+  const at::Tensor& value;
+  const at::Tensor& mem_key;
+  const at::Tensor& mem_value;
+  const c10::optional<at::Tensor>& mem_bias;
+  const at::Tensor& log_ctx_weight;
+  const c10::optional<at::Tensor>& ctx_bias;
+  double scale;
+};
+
 inline void check_last_dim_contiguous(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.numel() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1, "memory_attention: ", name,
               " must have a contiguous last dimension (stride(-1) == 1), got strides ", t.strides());
@@ -40,11 +53,9 @@ inline void check_same_device(const at::Tensor& t, const at::Tensor& query, cons
               " but query is on ", query.device());
 }
 
-inline AttentionShape check_memory_attention_args(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& mem_key,
-    const at::Tensor& mem_value, const c10::optional<at::Tensor>& mem_bias, const at::Tensor& log_ctx_weight,
-    const c10::optional<at::Tensor>& ctx_bias, double scale, c10::DeviceType device_type,
-    std::initializer_list<at::ScalarType> dtypes) {
+inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10::DeviceType device_type,
+                                                  std::initializer_list<at::ScalarType> dtypes) {
+  const auto& [query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale] = args;
   TORCH_CHECK(query.device().type() == device_type, "memory_attention: query must be a ", device_type,
               " tensor for this kernel, got ", query.device());
   bool dtype_ok = false;
@@ -144,10 +155,8 @@ struct Params {
 
 // Fill Params from checked tensors (check_memory_attention_args ran first).
 template <typename scalar_t>
-Params<scalar_t> make_params(const AttentionShape& s, const at::Tensor& query, const at::Tensor& key,
-                             const at::Tensor& value, const at::Tensor& mem_key, const at::Tensor& mem_value,
-                             const c10::optional<at::Tensor>& mem_bias, const at::Tensor& log_ctx_weight,
-                             const c10::optional<at::Tensor>& ctx_bias, double scale, at::Tensor& out) {
+Params<scalar_t> make_params(const AttentionArgs& args, const AttentionShape& s, at::Tensor& out) {
+  const auto& [query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale] = args;
   Params<scalar_t> p{};
   p.B = s.B, p.Hq = s.Hq, p.Hkv = s.Hkv, p.G = s.G, p.Q = s.Q, p.L = s.L, p.N = s.N, p.D = s.D;
   p.scale = static_cast<float>(scale);

@@ -25,3 +25,10 @@ def non_negative_int(v: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"{v} must be 0 or more")
     return n
+
+
+def command_group(subparsers, name: str, help: str):
+    """`ewe NAME SUBCOMMAND`: the group's parser registered on `subparsers`, and the
+    subparsers its subcommands go on (the chosen one lands in `args.<name>_command`)."""
+    group = subparsers.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True)

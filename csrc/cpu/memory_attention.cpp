@@ -736,12 +736,8 @@ void run_kernel(Params<scalar_t>& p) {
 }
 
 template <typename scalar_t>
-void launch(const AttentionShape& s, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-            const at::Tensor& mem_key, const at::Tensor& mem_value, const c10::optional<at::Tensor>& mem_bias,
-            const at::Tensor& log_ctx_weight, const c10::optional<at::Tensor>& ctx_bias, double scale,
-            at::Tensor& out) {
-  Params<scalar_t> p =
-      make_params<scalar_t>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale, out);
+void launch(const AttentionArgs& args, const AttentionShape& s, at::Tensor& out) {
+  Params<scalar_t> p = make_params<scalar_t>(args, s, out);
   run_kernel(p);
 }
 
@@ -749,16 +745,14 @@ at::Tensor memory_attention_cpu(const at::Tensor& query, const at::Tensor& key, 
                                 const at::Tensor& mem_key, const at::Tensor& mem_value,
                                 const c10::optional<at::Tensor>& mem_bias, const at::Tensor& log_ctx_weight,
                                 const c10::optional<at::Tensor>& ctx_bias, double scale) {
-  const AttentionShape s = check_memory_attention_args(query, key, value, mem_key, mem_value, mem_bias,
-                                                       log_ctx_weight, ctx_bias, scale, c10::DeviceType::CPU,
-                                                       {at::kFloat, at::kBFloat16});
+  const AttentionArgs args{query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale};
+  const AttentionShape s = check_memory_attention_args(args, c10::DeviceType::CPU, {at::kFloat, at::kBFloat16});
   at::Tensor out = at::empty({s.B, s.Q, s.Hq, s.D}, query.options());
   if (out.numel() == 0) return out;
   if (query.scalar_type() == at::kFloat) {
-    launch<float>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale, out);
+    launch<float>(args, s, out);
   } else {
-    launch<c10::BFloat16>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale,
-                          out);
+    launch<c10::BFloat16>(args, s, out);
   }
   return out;
 }

@@ -224,18 +224,14 @@ void launch_kernel(const Params<scalar_t>& p, int64_t n_blocks_z, cudaStream_t s
 }
 
 template <typename scalar_t>
-void launch(const AttentionShape& s, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-            const at::Tensor& mem_key, const at::Tensor& mem_value, const c10::optional<at::Tensor>& mem_bias,
-            const at::Tensor& log_ctx_weight, const c10::optional<at::Tensor>& ctx_bias, double scale,
-            at::Tensor& out) {
-  Params<scalar_t> p =
-      make_params<scalar_t>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale, out);
+void launch(const AttentionArgs& args, const AttentionShape& s, at::Tensor& out) {
+  Params<scalar_t> p = make_params<scalar_t>(args, s, out);
 
   p.q_block = s.Q == 1 ? 1 : std::min<int64_t>(s.Q, std::max<int64_t>(1, kMaxRows / s.G));
   p.n_qblocks = (s.Q + p.q_block - 1) / p.q_block;
   const int64_t blocks = p.n_qblocks * s.B * s.Hkv;
   int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, query.get_device()));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, args.query.get_device()));
   p.splits = 1;
   if (blocks < 2 * sms) {  // too few blocks to fill the GPU: split the key axis
     const int64_t by_blocks = (2 * sms + blocks - 1) / blocks;
@@ -243,7 +239,7 @@ void launch(const AttentionShape& s, const at::Tensor& query, const at::Tensor& 
   }
   at::Tensor part_out, part_lse;
   if (p.splits > 1) {
-    const auto opts = query.options().dtype(at::kFloat);
+    const auto opts = args.query.options().dtype(at::kFloat);
     part_out = at::empty({s.B * s.Q * s.Hq * p.splits, s.D}, opts);
     part_lse = at::empty({s.B * s.Q * s.Hq * p.splits}, opts);
     p.part_out = part_out.mutable_data_ptr<float>();
@@ -251,7 +247,7 @@ void launch(const AttentionShape& s, const at::Tensor& query, const at::Tensor& 
   }
   TORCH_CHECK(p.n_qblocks <= 65535 && s.B * s.Hkv <= 65535,
               "memory_attention: too many query blocks or batch x heads for one CUDA launch");
-  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(query.get_device()).stream();
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(args.query.get_device()).stream();
   if (s.D <= 64) {
     launch_kernel<scalar_t, 2>(p, s.B * s.Hkv, stream);
   } else if (s.D <= 128) {
@@ -270,9 +266,9 @@ at::Tensor memory_attention_cuda(const at::Tensor& query, const at::Tensor& key,
                                  const at::Tensor& mem_key, const at::Tensor& mem_value,
                                  const c10::optional<at::Tensor>& mem_bias, const at::Tensor& log_ctx_weight,
                                  const c10::optional<at::Tensor>& ctx_bias, double scale) {
-  const AttentionShape s = check_memory_attention_args(query, key, value, mem_key, mem_value, mem_bias,
-                                                       log_ctx_weight, ctx_bias, scale, c10::DeviceType::CUDA,
-                                                       {at::kHalf, at::kBFloat16, at::kFloat});
+  const AttentionArgs args{query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale};
+  const AttentionShape s =
+      check_memory_attention_args(args, c10::DeviceType::CUDA, {at::kHalf, at::kBFloat16, at::kFloat});
   TORCH_CHECK(s.D <= kMaxHeadDim, "memory_attention: head dim D=", s.D, " exceeds the CUDA kernel's ", kMaxHeadDim);
   TORCH_CHECK(s.G <= kMaxRows, "memory_attention: ", s.G, " query heads per key head exceeds the CUDA kernel's ",
               kMaxRows);
@@ -281,14 +277,13 @@ at::Tensor memory_attention_cuda(const at::Tensor& query, const at::Tensor& key,
   if (out.numel() == 0) return out;
   switch (query.scalar_type()) {
     case at::kHalf:
-      launch<at::Half>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale, out);
+      launch<at::Half>(args, s, out);
       break;
     case at::kBFloat16:
-      launch<at::BFloat16>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale,
-                           out);
+      launch<at::BFloat16>(args, s, out);
       break;
     default:
-      launch<float>(s, query, key, value, mem_key, mem_value, mem_bias, log_ctx_weight, ctx_bias, scale, out);
+      launch<float>(args, s, out);
   }
   return out;
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..argtypes import non_negative_int, positive_int
+from ..argtypes import command_group, non_negative_int, positive_int
 
 BENCH_PROMPT = "Tell me a bio of Albert Einstein."
 BENCH_TITLES = ["Albert Einstein", "Marie Curie", "Isaac Newton", "Charles Darwin", "Niels Bohr", "Max Planck"]
@@ -74,8 +74,7 @@ def bench_decode(args, load_ewe) -> int:
 
 
 def add_bench_commands(sub, add_model_options, load_ewe) -> None:
-    bench = sub.add_parser("bench", help="benchmarks (medians and ratios, baseline in the same process)")
-    which = bench.add_subparsers(dest="bench", required=True)
+    which = command_group(sub, "bench", "benchmarks (medians and ratios, baseline in the same process)")
     d = which.add_parser("decode", help="HF generate vs ewe at k=0 and k units")
     d.add_argument("--tokens", type=positive_int, default=64, help="new tokens per run")
     d.add_argument("--units", type=non_negative_int, default=4, help="memory units for the memory run")

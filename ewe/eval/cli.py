@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ..argtypes import non_negative_int, positive_int
+from ..argtypes import command_group, non_negative_int, positive_int
 
 
 def _sweeps(items: list[str]) -> dict[str, list]:
@@ -80,16 +80,15 @@ def cmd_run(args) -> int:
 def add_eval_commands(sub) -> None:
     from .harness import CONFIGS
 
-    ev = sub.add_parser("eval", help="factuality evaluation: prompt sets, a local VeriScore-style score, reports")
-    which = ev.add_subparsers(dest="eval", required=True)
+    which = command_group(sub, "eval", "factuality evaluation: prompt sets, a local VeriScore-style score, reports")
 
     p = which.add_parser("prompts", help="write a prompt set drawn from the embedded Wikipedia")
+    p.set_defaults(func=cmd_prompts)
     p.add_argument("set", choices=["bio", "objects"])
     p.add_argument("--n", type=positive_int, default=30)
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--no-suffix", action="store_true", help="leave out the 'Provide as many specific details' suffix")
     p.add_argument("--output", help="JSONL file (default: print)")
-    p.set_defaults(func=cmd_prompts)
 
     s = which.add_parser("score", help="score results files (one method each) and write details and a report")
     s.add_argument("results", nargs="+", help="JSONL results of ewe run / ewe generate (file stem = method name)")

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..argtypes import positive_int
+from ..argtypes import command_group, positive_int
 
 
 def cmd_data(args) -> int:
@@ -43,8 +43,7 @@ def cmd_eval(args) -> int:
 
 
 def add_judge_commands(sub) -> None:
-    j = sub.add_parser("judge", help="the trained fact-checking judge: make its data, train it, measure it")
-    jsub = j.add_subparsers(dest="judge_command", required=True)
+    jsub = command_group(sub, "judge", "the trained fact-checking judge: make its data, train it, measure it")
 
     d = jsub.add_parser("data", help="(evidence, claim, label) triples from the embedded Wikipedia, split by article")
     d.add_argument("--out", required=True, help="folder for train.jsonl, test.jsonl, prefixes.jsonl, manifest.json")

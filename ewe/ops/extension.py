@@ -25,6 +25,7 @@ checks devices, dtypes, shapes and that stride, naming the argument when one is 
 from __future__ import annotations
 
 import torch
+from torch import Tensor
 
 from .layer_memory import LayerMemory
 from .masks import context_bias
@@ -103,14 +104,8 @@ def _last_dim_contiguous(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 or t.shape[-1] <= 1 else t.contiguous()
 
 
-def memory_attention_extension(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    memory: LayerMemory,
-    ctx_mask: torch.Tensor | None,
-    scale: float,
-) -> torch.Tensor:
+def memory_attention_extension(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory,
+                               ctx_mask: Tensor | None, scale: float) -> Tensor:
     """Eq. 1 in the compiled kernel; same arguments and result as `memory_attention_reference`.
 
     query: [B, Hq, Q, D]; key, value: [B, Hkv, L, D]; ctx_mask: bool/float [B or 1, 1, Q, L],

@@ -13,6 +13,7 @@ query axis, so keys are never repeated.
 from __future__ import annotations
 
 import torch
+from torch import Tensor
 
 from .layer_memory import LayerMemory
 from .masks import context_bias
@@ -43,14 +44,8 @@ def merge_states(out_a, lse_a, out_b, lse_b):
     return out_a * torch.exp(lse_a - safe) + out_b * torch.exp(lse_b - safe), lse
 
 
-def memory_attention_fused(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    memory: LayerMemory,
-    ctx_mask: torch.Tensor | None,
-    scale: float,
-) -> torch.Tensor:
+def memory_attention_fused(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory,
+                           ctx_mask: Tensor | None, scale: float) -> Tensor:
     """Eq. 1 as one pass; same arguments and result as `memory_attention_reference`."""
     B, Hq, Q, D = query.shape
     Hkv, L = key.shape[1], key.shape[2]

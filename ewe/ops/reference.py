@@ -8,6 +8,7 @@ alpha_i = sum of exp(scores) of that pass.
 from __future__ import annotations
 
 import torch
+from torch import Tensor
 
 from .layer_memory import LayerMemory
 from .masks import context_bias
@@ -20,14 +21,8 @@ def _attend(q, k, v, bias, scale):
     return torch.softmax(scores, dim=-1) @ v, log_alpha
 
 
-def memory_attention_reference(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    memory: LayerMemory,
-    ctx_mask: torch.Tensor | None,
-    scale: float,
-) -> torch.Tensor:
+def memory_attention_reference(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory,
+                               ctx_mask: Tensor | None, scale: float) -> Tensor:
     """Literal eq. 1.
 
     query: [B, Hq, Q, D]; key, value: [B, Hkv, L, D] (the context, cache included);

@@ -12,15 +12,14 @@ import os
 import sys
 import time
 
-from ..argtypes import positive_int
+from ..argtypes import command_group, positive_int
 
 EMBEDDED = "embedded"
 
 
-def add_index_commands(subparsers) -> argparse.ArgumentParser:
+def add_index_commands(subparsers) -> None:
     """Register `index build|search|info|add` on `subparsers` (from add_subparsers)."""
-    p = subparsers.add_parser("index", help="build, search, inspect or extend a retrieval datastore")
-    sub = p.add_subparsers(dest="index_command", required=True)
+    sub = command_group(subparsers, "index", "build, search, inspect or extend a retrieval datastore")
 
     b = sub.add_parser("build", help="chunk, embed and index a corpus into a datastore folder")
     b.add_argument("corpus", help='"embedded" (Wikipedia summaries), or a .jsonl / .tsv file (id, title, text)')
@@ -58,7 +57,6 @@ def add_index_commands(subparsers) -> argparse.ArgumentParser:
     a.add_argument("--tokenizer", help="default: the one recorded in the manifest")
     a.add_argument("--on-error", choices=["skip", "raise"], default="skip")
     a.set_defaults(func=cmd_index_add)
-    return p
 
 
 def resolve_tokenizer(name: str):

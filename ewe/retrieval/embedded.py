@@ -26,14 +26,8 @@ def cache_root() -> Path:
     return ewe_cache_dir()
 
 
-def default_datastore_path(
-    tokenizer,
-    *,
-    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
-    embedder: str | Embedder = EMBEDDED,
-    factory: str = "Flat",
-    cache_dir: str | os.PathLike | None = None,
-) -> Path:
+def default_datastore_path(tokenizer, *, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, embedder: str | Embedder = EMBEDDED,
+                           factory: str = "Flat", cache_dir: str | os.PathLike | None = None) -> Path:
     """Where `default_datastore` keeps the index for these settings."""
     if isinstance(embedder, Embedder):
         emb = f"{_slug(embedder.name if embedder.name != EMBEDDED else 'all-MiniLM-L6-v2')}-{embedder.pooling}" + (
@@ -48,17 +42,9 @@ def default_datastore_path(
     return root / "datastores" / "_".join(parts)
 
 
-def default_datastore(
-    tokenizer,
-    *,
-    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
-    embedder: str | Embedder = EMBEDDED,
-    factory: str = "Flat",
-    cache_dir: str | os.PathLike | None = None,
-    tokenizer_name: str | None = None,
-    rebuild: bool = False,
-    progress: bool = True,
-) -> Datastore:
+def default_datastore(tokenizer, *, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, embedder: str | Embedder = EMBEDDED,
+                      factory: str = "Flat", cache_dir: str | os.PathLike | None = None,
+                      tokenizer_name: str | None = None, rebuild: bool = False, progress: bool = True) -> Datastore:
     """The embedded Wikipedia datastore for `tokenizer` (the generator's), built on first use.
 
     Args:
