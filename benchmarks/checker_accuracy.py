@@ -29,12 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ewe.verify import AlignmentChecker, AlignmentConfig, Evidence, FactChecker  # noqa: E402
 from ewe.verify.claims import RuleClaimExtractor  # noqa: E402
-from ewe.verify.evaluate import balanced_accuracy, run_items, summarize  # noqa: E402
-from ewe.verify.labelled_set import DEFAULT_PATH, load_labelled_set  # noqa: E402
+from ewe.eval.checker_accuracy import balanced_accuracy, run_items, summarize  # noqa: E402
+from ewe.data.labelled_set import DEFAULT_PATH, load_labelled_set  # noqa: E402
 
 
 def retrieved_source():
-    from ewe.models import load_tokenizer
+    from ewe.model_loading import load_tokenizer
     from ewe.retrieval import default_datastore
     from ewe.retrieval.evidence import DatastoreEvidence
 

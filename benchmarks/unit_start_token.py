@@ -19,7 +19,7 @@ import torch
 from ewe import EWE
 from ewe.engine import DecodingSession
 from ewe.memory import UnitEncoder, WorkingMemory
-from ewe.wiki import passage, summaries
+from ewe.data.wiki import passage, summaries
 
 
 def nll(ewe, prompt_ids, target_ids, state, offset):

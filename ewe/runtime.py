@@ -49,7 +49,7 @@ class Runtime:
     def model(self):
         """The generator with EWE's attention registered, loaded on first use."""
         if self._model is None:
-            from .models import load_model
+            from .model_loading import load_model
 
             m = self.config.model
             model, tokenizer, self.load_report = load_model(m.name, m.dtype, m.device)
@@ -61,7 +61,7 @@ class Runtime:
     def tokenizer(self):
         """The generator's tokenizer (loaded without the model when only it is needed)."""
         if self._tokenizer is None:
-            from .models import load_tokenizer
+            from .model_loading import load_tokenizer
 
             self._tokenizer = load_tokenizer(self.config.model.name)
         return self._tokenizer

@@ -14,7 +14,7 @@ from ewe.config import EWEConfig
 from ewe.runtime import Runtime
 from ewe.eval.harness import run_eval
 from ewe.eval.metric import WithArticle, median_k, score
-from ewe.eval.prompts import SUFFIX, prompt_set
+from ewe.data.prompt_sets import SUFFIX, prompt_set
 from ewe.eval.scorer import Scorer, apply_scores, score_dataset, summarize
 from ewe.verify import FactChecker, StaticEvidenceSource
 from ewe.verify.types import SUPPORTED, UNSUPPORTED, Evidence, Verdict
@@ -218,7 +218,7 @@ def test_every_listed_method_has_a_shipped_configuration():
 def test_eval_score_never_loads_the_generator(tmp_path, monkeypatch):
     """Scoring checks text that exists: the Runtime loads the tokenizer (passage sizes) and the
     datastore, never the model (issue 16)."""
-    import ewe.models
+    import ewe.model_loading
     from ewe.eval.harness import score_files
     from ewe.retrieval import Datastore
     from tiny import tiny_tokenizer
@@ -234,7 +234,7 @@ def test_eval_score_never_loads_the_generator(tmp_path, monkeypatch):
     def no_model(*a, **kw):
         raise AssertionError("ewe eval score loaded the generator")
 
-    monkeypatch.setattr(ewe.models, "load_model", no_model)
+    monkeypatch.setattr(ewe.model_loading, "load_model", no_model)
     results = tmp_path / "m.jsonl"
     results.write_text(json.dumps({"id": "a", "prompt": "Tell me about penicillin.",
                                    "text": "Penicillin was discovered by Alexander Fleming."}) + "\n")

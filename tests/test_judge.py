@@ -288,7 +288,7 @@ CURIE_CASES = [  # the issue's table: what a user tried, and the right answer
 @pytest.mark.slow
 @pytest.mark.parametrize("sentence,supported", CURIE_CASES)
 def test_the_issue_table_is_decided_right(shipped, sentence, supported):
-    from ewe.wiki import passage
+    from ewe.data.wiki import passage
 
     check = shipped.check_sentence(sentence, prompt="Tell me a bio of Marie Curie.", evidence=[passage("Marie Curie")])
     assert check.checkable and check.factual == supported, check.to_dict()
@@ -296,7 +296,7 @@ def test_the_issue_table_is_decided_right(shipped, sentence, supported):
 
 @pytest.mark.slow
 def test_the_shipped_judge_loads_and_judges(shipped):
-    from ewe.wiki import passage
+    from ewe.data.wiki import passage
 
     check = shipped.check_sentence("Marie Curie won the 1911 Nobel Prize in Chemistry.", evidence=[passage("Marie Curie")])
     (v,) = check.verdicts
@@ -308,7 +308,7 @@ def test_the_shipped_judge_loads_and_judges(shipped):
 @pytest.mark.parametrize("sentence", ["Marie Curie was a brilliant.", "玛丽·居里是一位著名的厨师。",
                                       "Who was Marie Curie?", ""])
 def test_no_claim_is_not_checkable(shipped, sentence):
-    from ewe.wiki import passage
+    from ewe.data.wiki import passage
 
     check = shipped.check_sentence(sentence, evidence=[passage("Marie Curie")])
     assert not check.checkable and check.verdict == NOT_CHECKABLE and not check.factual and not check.needs_rewrite
@@ -381,7 +381,7 @@ def test_check_batch_refuses_writing_into_its_input(tmp_path, capsys):
 def test_the_hand_labelled_set_is_well_formed():
     """tests/data/judge/generated.jsonl: sentences the embedded model wrote, labelled by reading
     the article (LABELLING.md); `ewe judge eval` measures judges on it."""
-    from ewe import wiki
+    from ewe.data import wiki
 
     rows = D.read(Path(__file__).parent / "data" / "judge" / "generated.jsonl")
     assert len(rows) >= 200 and len({r["id"] for r in rows}) == len(rows)
@@ -398,7 +398,7 @@ def test_length_buckets_give_the_probabilities_of_one_batch():
     import torch
 
     from ewe.judge.checker import shipped_judge
-    from ewe.wiki import passage
+    from ewe.data.wiki import passage
 
     judge = shipped_judge()
     wins = [w for t in ("Marie Curie", "Isaac Newton", "Charles Darwin") for w in judge.windows(passage(t))]

@@ -4,7 +4,7 @@ import torch
 
 from ewe import EWE
 from ewe.engine import DecodingSession
-from ewe.wiki import passage
+from ewe.data.wiki import passage
 
 pytestmark = pytest.mark.slow
 PROMPT = "Tell me a bio of Marie Curie."

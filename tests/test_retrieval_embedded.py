@@ -22,10 +22,10 @@ KNOWN = {
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    """The generator's tokenizer (SmolLM2) when ewe.models can load it, else the
+    """The generator's tokenizer (SmolLM2) when ewe.model_loading can load it, else the
     embedder's own WordPiece tokenizer: the index is cached per tokenizer."""
     try:
-        from ewe.models import load_tokenizer
+        from ewe.model_loading import load_tokenizer
 
         return load_tokenizer("embedded")
     except (ImportError, FileNotFoundError, OSError):

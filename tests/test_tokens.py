@@ -14,7 +14,7 @@ def special_tokens(tok) -> list[tuple[str, int]]:
 
 
 def embedded_tokenizer():
-    from ewe.models import load_tokenizer
+    from ewe.model_loading import load_tokenizer
 
     return load_tokenizer("embedded")
 

@@ -15,8 +15,8 @@ from ewe.verify import (
     LLMClaimExtractor, LLMJudgeChecker, OpenAIChatLLM, RuleClaimExtractor, StaticEvidenceSource, Verdict,
     http_judge,
 )
-from ewe.verify.evaluate import balanced_accuracy, run_items, summarize
-from ewe.verify.labelled_set import DEFAULT_PATH, FALSE_KINDS, build_labelled_set, load_labelled_set, trim
+from ewe.eval.checker_accuracy import balanced_accuracy, run_items, summarize
+from ewe.data.labelled_set import DEFAULT_PATH, FALSE_KINDS, build_labelled_set, load_labelled_set, trim
 from ewe.verify.openai_http import LLMCallError, LLMResponseError
 from ewe.verify.prompts import parse_claim_list, parse_verdict
 from ewe.verify.text import is_negated, numbers
@@ -388,7 +388,7 @@ def test_labelled_set_file_is_paired_minimal_and_split_by_title():
 
 
 def test_labelled_set_builder_is_deterministic():
-    from ewe import wiki
+    from ewe.data import wiki
 
     some = dict(sorted(wiki.summaries().items())[:1500])
     a = build_labelled_set(some, n_pairs=10, seed=3)

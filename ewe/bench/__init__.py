@@ -26,7 +26,7 @@ def bench_decode(args, load_ewe) -> int:
     """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved."""
     import torch
 
-    from ..wiki import passage
+    from ..data.wiki import passage
 
     ewe = load_ewe(args)
     n, k = args.tokens, args.units

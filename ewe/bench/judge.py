@@ -32,7 +32,7 @@ def run_judge_bench(args, load_ewe) -> int:
     from ..verify.embedding import Encoder
     from ..verify.factchecker import FactChecker
     from ..verify.types import Evidence
-    from ..wiki import passage
+    from ..data.wiki import passage
     from ..judge.checker import Judge, JudgeChecker
 
     ewe = load_ewe(args)

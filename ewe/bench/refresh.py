@@ -92,7 +92,7 @@ class _Meter:
 def _wiki_material(tokenizer, passages: int, passage_tokens: int, generated_tokens: int) -> tuple[list[str], list[int]]:
     """`passages` distinct Wikipedia summaries cut to exactly `passage_tokens` tokens (so every
     unit is a full M), and the token ids of other summaries, the subject's first, as generated text."""
-    from ..wiki import passage, summaries
+    from ..data.wiki import passage, summaries
 
     chosen, rest = [], []
     for title in summaries():

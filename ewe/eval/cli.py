@@ -32,7 +32,7 @@ def _print_table(summaries: list[dict]) -> None:
 
 
 def cmd_prompts(args) -> int:
-    from .prompts import SUFFIX, prompt_set, write_prompts
+    from ..data.prompt_sets import SUFFIX, prompt_set, write_prompts
 
     rows = prompt_set(args.set, args.n, args.seed, None if args.no_suffix else SUFFIX)
     if args.output:
@@ -57,7 +57,7 @@ def cmd_score(args) -> int:
 def cmd_run(args) -> int:
     from ..runner import RunError
     from .harness import EvalError, run_eval
-    from .prompts import SUFFIX
+    from ..data.prompt_sets import SUFFIX
 
     overrides = {"decoding.max_new_tokens": args.max_new_tokens, "decoding.temperature": 0.0}
     try:

@@ -18,7 +18,7 @@ from ..config import METHOD_SECTIONS, ConfigError, EWEConfig
 from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
-from .prompts import SUFFIX, load_prompts, write_prompts
+from ..data.prompt_sets import SUFFIX, load_prompts, write_prompts
 from .scorer import Scorer, apply_scores, in_loop_checker, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .. import wiki
+from ..data import wiki
 from ..files import read_jsonl
 from ..runner import finished_ids
 from ..verify.factchecker import FactChecker

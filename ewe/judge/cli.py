@@ -9,7 +9,7 @@ from ..argtypes import command_group, positive_int
 
 
 def cmd_data(args) -> int:
-    from .. import wiki
+    from ..data import wiki
     from .data import build, prefixes, write
 
     examples = build(wiki.summaries(), seed=args.seed, per_article=args.per_article, limit=args.limit)

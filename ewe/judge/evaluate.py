@@ -15,8 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from .. import wiki
-from ..verify.evaluate import balanced_accuracy
+from ..data import wiki
+from ..eval.checker_accuracy import balanced_accuracy
 from ..verify.factchecker import FactChecker
 from ..verify.types import NOT_CHECKABLE, SUPPORTED, Evidence
 from .data import read

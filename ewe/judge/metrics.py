@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..verify.evaluate import balanced_accuracy
+from ..eval.checker_accuracy import balanced_accuracy
 
 
 def binary_report(gold: list[bool], pred: list[bool], kinds: list[str]) -> dict:

@@ -60,10 +60,10 @@ def add_index_commands(subparsers) -> None:
 
 
 def resolve_tokenizer(name: str):
-    """ "embedded" -> the generator's tokenizer via ewe.models; else a local folder / cached hub id."""
+    """ "embedded" -> the generator's tokenizer via ewe.model_loading; else a local folder / cached hub id."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if name == EMBEDDED:
-        from ..models import load_tokenizer
+        from ..model_loading import load_tokenizer
 
         return load_tokenizer(EMBEDDED)
     from transformers import AutoTokenizer

@@ -13,8 +13,8 @@
     tree.py          TreeChecker: ITA, each claim verified through a tree of sub-claims
     factchecker.py   FactChecker.check_sentence: extractor + evidence + backend
     factory.py       build_fact_checker: a FactChecker from the configuration's checker section
-    labelled_set.py  the labelled true/false set (builder, loader, CLI)
-    evaluate.py      balanced accuracy on the labelled set
+
+Measuring a checker: ewe.eval.checker_accuracy on ewe.data.labelled_set, and ewe.judge.
 
 Importing this package loads neither torch nor sentence-transformers.
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .. import wiki
+from . import wiki
 from ..files import write_jsonl
 
 SUFFIX = ("Provide as many specific details and examples as possible (such as names of people, numbers, "

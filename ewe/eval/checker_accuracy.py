@@ -6,8 +6,8 @@ import time
 from collections import defaultdict
 from typing import Iterable, Optional
 
-from .factchecker import FactChecker
-from .types import Evidence
+from ..verify.factchecker import FactChecker
+from ..verify.types import Evidence
 
 
 def balanced_accuracy(gold: list[bool], pred: list[bool]) -> float:

@@ -6,11 +6,11 @@ a trailing clause dropped, which keeps it true). The false twin changes one span
 that same text: a year, a number, a person or a place swapped for one of the same kind
 named by another summary (typed from the summaries' topic and description), or a
 "not" inserted after an auxiliary. The gold evidence is the summary itself
-("Title (description): extract", as ewe.wiki.passage writes it).
+("Title (description): extract", as ewe.data.wiki.passage writes it).
 
 Deterministic by seed; split into tune and test by title, so no article is in both.
 The committed file (tests/data/factcheck/labelled.jsonl) is what tests and the
-benchmark read; rebuild with `python -m ewe.verify.labelled_set`.
+benchmark read; rebuild with `python -m ewe.data.labelled_set`.
 
 Caveat, stated in the benchmark too: true items are copies of the gold passage, so
 accuracy with gold evidence measures sensitivity to minimal factual edits, not
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import files
-from .text import NEGATION_RE, fold, name_words, numbers, number_keys, split_sentences, word_keys
+from ..verify.text import NEGATION_RE, fold, name_words, numbers, number_keys, split_sentences, word_keys
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "tests" / "data" / "factcheck" / "labelled.jsonl"
 TRUE_KINDS = ("verbatim", "trimmed")
@@ -45,7 +45,7 @@ PERFECT = ("has", "have", "had")
 
 
 def format_passage(entry: dict) -> str:
-    """Same text as ewe.wiki.passage: "Title (description): extract"."""
+    """Same text as ewe.data.wiki.passage: "Title (description): extract"."""
     desc = f" ({entry['description']})" if entry.get("description") else ""
     return f"{entry['title']}{desc}: {entry['extract']}"
 
@@ -319,7 +319,7 @@ def build_labelled_set(summaries: Optional[dict[str, dict]] = None, n_pairs: int
     sentence. Titles are then split tune/test at random.
     """
     if summaries is None:
-        from ewe import wiki
+        from ewe.data import wiki
 
         summaries = wiki.summaries()
     rng = random.Random(seed)

