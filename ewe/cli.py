@@ -185,7 +185,8 @@ def _check_batch(args) -> int:
     from tqdm import tqdm
 
     from .checks import read_cases, verdict_line
-    from .runner import RunError, exclusive, finished_ids, refuse_same_file
+    from .errors import RunError
+    from .record_log import RecordLog, refuse_same_file
 
     if not args.output:
         raise SystemExit("ewe check: --input needs --output (a JSONL file, appended; a rerun resumes)")
@@ -193,18 +194,15 @@ def _check_batch(args) -> int:
     try:
         refuse_same_file(inp, out, out.with_name(out.name + ".lock"))
         cases = read_cases(inp)
-        with exclusive(out):
-            done = finished_ids(out)
-            todo = [c for c in cases if c["id"] not in done]
-            if done:
+        with RecordLog(out) as log:
+            todo = [c for c in cases if c["id"] not in log.done]
+            if len(todo) < len(cases):
                 print(f"ewe: resuming: {len(cases) - len(todo)} of {len(cases)} cases already in {out}", file=sys.stderr)
             ewe = _load_ewe(args) if todo else None
-            with out.open("a", encoding="utf-8") as f:
-                for case in tqdm(todo, desc="checks", unit="case"):
-                    check = ewe.check(case["claim"], prompt=case.get("prompt"), context=case.get("context"),
-                                      evidence=case.get("evidence"))
-                    f.write(json.dumps(verdict_line(case, check), ensure_ascii=False) + "\n")
-                    f.flush()
+            for case in tqdm(todo, desc="checks", unit="case"):
+                check = ewe.check(case["claim"], prompt=case.get("prompt"), context=case.get("context"),
+                                  evidence=case.get("evidence"))
+                log.append(verdict_line(case, check))
     except RunError as e:
         raise SystemExit(f"ewe check: {e}") from None
     return 0

@@ -13,3 +13,8 @@ class InputError(ValueError):
 
 class InputTypeError(InputError, TypeError):
     """An argument of the wrong type (still a TypeError for callers that catch that)."""
+
+
+class RunError(InputError):
+    """A run that cannot start or go on: a bad input file, an output another run holds or
+    that was made with another configuration, a checker that only errors."""

@@ -9,21 +9,17 @@ next run. A summary is printed and written to `<output>.summary.json` at the end
 """
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import InputError
-from .files import atomic_write, read_jsonl, write_json, write_jsonl
+from .errors import InputError, RunError
+from .files import read_jsonl, write_json, write_jsonl
+from .record_log import RecordLog, refuse_same_file
 
-
-class RunError(InputError):
-    """A run that cannot start: bad input file, output made with another configuration."""
+__all__ = ["RunError", "preflight", "print_summary", "read_prompts", "run"]
 
 
 def read_prompts(path: Path) -> list[dict]:
@@ -80,80 +76,6 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
     if not rows:
         raise RunError(f"--input {path} holds no {what}")
     return rows
-
-
-def finished_ids(path: Path) -> set[str]:
-    """Ids already in the output, every line checked first.
-
-    A complete last line that only lacks its newline is kept (the newline is added); a torn
-    last line (a run killed mid-write: the start of a JSON object) is cut off. Any other line
-    that is not a result, anywhere in the file, stops the run: the file is not ewe's output,
-    or it was damaged, and appending to it would bury the damage."""
-    if not path.exists():
-        return set()
-    data = path.read_bytes()
-    body, _, tail = data.rpartition(b"\n") if b"\n" in data else (b"", b"", data)
-    ids: list[str] = []
-    for n, line in enumerate(body.split(b"\n") if body else [], start=1):
-        if line.strip():
-            ids.append(_result_id(path, n, line))
-    if tail.strip():
-        n = body.count(b"\n") + 2 if body else 1
-        try:
-            ids.append(_result_id(path, n, tail))
-            atomic_write(path, data + b"\n")  # complete: keep it
-        except RunError:
-            if not tail.lstrip().startswith(b"{"):
-                raise
-            print(f"ewe: {path}:{n}: cut a torn last line (a run stopped while writing it)", file=sys.stderr)
-            atomic_write(path, data[: len(data) - len(tail)])
-    return set(ids)
-
-
-def _result_id(path: Path, n: int, line: bytes) -> str:
-    try:
-        row = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RunError(f"{path}:{n}: not a result line ({e}); this output is not ewe's JSONL or was damaged: "
-                       "repair or remove that line, or choose another --output") from None
-    if not isinstance(row, dict) or "id" not in row:
-        raise RunError(f"{path}:{n}: a JSON line without an \"id\"; this output is not ewe's JSONL: "
-                       "choose another --output")
-    return str(row["id"])
-
-
-def refuse_same_file(input_path: Path, output: Path, *paths: Path) -> None:
-    """--output (or a file written beside it) must never be the --input: appending would corrupt it."""
-    real_in = os.path.realpath(input_path)
-    for p in (output, *paths):
-        if os.path.realpath(p) == real_in:
-            raise RunError(f"--output {output} is the --input file {input_path}; choose another --output")
-
-
-@contextmanager
-def exclusive(output: Path):
-    """Hold `<output>.lock` for the run: two runs appending to one file would duplicate prompts."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    lock = output.with_name(output.name + ".lock")
-    with lock.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            raise RunError(f"another ewe run is writing {output} (pid {f.read().strip() or '?'}); "
-                           "wait for it or choose another --output") from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _read_results(path: Path) -> list[dict]:
-    return [row for _, row in read_jsonl(path, skip_bad=True)]
 
 
 def check_same_config(output: Path, config: dict, force: bool) -> None:
@@ -238,8 +160,8 @@ def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force:
     the model), so the prompts are not read twice."""
     if rows is None:
         rows = preflight(input_path, output, limit)
-    with exclusive(output):
-        return _run(ewe, rows, input_path, output, force, show_trace, progress, passages)
+    with RecordLog(output) as log:
+        return _run(ewe, rows, input_path, log, force, show_trace, progress, passages)
 
 
 _SIDE_FILES = (".config.json", ".config.history.jsonl", ".errors.jsonl", ".summary.json", ".lock")
@@ -254,22 +176,21 @@ def preflight(input_path: Path, output: Path, limit: int | None = None) -> list[
     return rows[:limit] if limit is not None else rows
 
 
-def _run(ewe, rows, input_path, output, force, show_trace, progress, default_passages=None) -> dict:
+def _run(ewe, rows, input_path, log: RecordLog, force, show_trace, progress, default_passages=None) -> dict:
     from tqdm import tqdm
 
     from .controller import render
 
+    output = log.path
     check_same_config(output, ewe.config.model_dump(mode="json"), force)
-    done = finished_ids(output)
-    todo = [r for r in rows if r["id"] not in done]
-    if done:
+    todo = [r for r in rows if r["id"] not in log.done]
+    if len(todo) < len(rows):
         print(f"ewe run: resuming: {len(rows) - len(todo)} of {len(rows)} prompts already in {output}", file=sys.stderr)
     errors_path = output.with_name(output.name + ".errors.jsonl")
     _forget_errors_of(errors_path, {r["id"] for r in todo})
     finished, errors, t0 = [], 0, time.perf_counter()
     checks = CheckHealth()
-    with output.open("a", encoding="utf-8") as out, tqdm(total=len(todo), desc="prompts", unit="prompt",
-                                                         disable=not progress) as bar:
+    with tqdm(total=len(todo), desc="prompts", unit="prompt", disable=not progress) as bar:
         for row in todo:
             extra = {k: v for k, v in row.items() if k not in ("prompt", "passages")}
             passages = row["passages"] if "passages" in row else default_passages
@@ -283,15 +204,14 @@ def _run(ewe, rows, input_path, output, force, show_trace, progress, default_pas
                 bar.update(1)
                 continue
             checks.add(row["id"], result)
-            out.write(json.dumps({**extra, **result}, ensure_ascii=False) + "\n")
-            out.flush()
+            log.append({**extra, **result})
             finished.append(result)
             if show_trace:
                 tqdm.write(f"\n== {row['id']}: {row['prompt']}\n{render(result['trace'])}\n{result['text']}\n")
             bar.set_postfix(backtracks=sum(r["stats"].get("backtracks", 0) for r in finished))
             bar.update(1)
     wanted = {r["id"] for r in rows}
-    everything = [r for r in _read_results(output) if str(r.get("id")) in wanted]
+    everything = [r for r in log.records() if str(r.get("id")) in wanted]
     summary = summarize(everything, time.perf_counter() - t0, errors)
     summary.update(input=str(input_path), output=str(output), this_run=len(finished),
                    skipped_finished=len(rows) - len(todo))

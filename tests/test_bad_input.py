@@ -15,7 +15,8 @@ from tiny import tiny_ewe
 from ewe import cli
 from ewe.errors import InputError
 from ewe.ops import dispatch
-from ewe.runner import RunError, finished_ids
+from ewe.record_log import finished_ids
+from ewe.runner import RunError
 
 
 # --- 2. resume keeps every complete record, refuses what it cannot parse ----------------------

@@ -11,7 +11,8 @@ from tiny import tiny_tokenizer
 
 from ewe import EWE, cli
 from ewe.config import EWEConfig
-from ewe.runner import RunError, finished_ids, read_prompts, run
+from ewe.record_log import finished_ids
+from ewe.runner import RunError, read_prompts, run
 
 CONFIG = {
     "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
@@ -182,7 +183,7 @@ def test_check_command_prints_claims_and_verdicts(setup, capsys):
 
 
 def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(setup):
-    from ewe.runner import exclusive
+    from ewe.record_log import exclusive
 
     config, prompts, out, state = setup
     with exclusive(out):  # as if another process were writing it

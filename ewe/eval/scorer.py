@@ -7,7 +7,6 @@ filled into the details (atomic rewrite) once all are checked.
 """
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from tqdm import tqdm
 
 from ..data import wiki
 from ..files import read_jsonl
-from ..runner import finished_ids
+from ..record_log import RecordLog
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
 from .metric import WithArticle, check_response, claim_counts, median_k, score
@@ -80,15 +79,13 @@ class Scorer:
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
         """Check every response of `results` not yet in `details`; return all details lines."""
         rows = _read_jsonl(results)
-        done = finished_ids(details)
-        todo = [r for r in rows if str(r["id"]) not in done]
-        details.parent.mkdir(parents=True, exist_ok=True)
-        with details.open("a", encoding="utf-8") as out:
+        with RecordLog(details) as log:
+            todo = [r for r in rows if str(r["id"]) not in log.done]
             for row in tqdm(todo, desc=f"checking {method}/{dataset}", unit="response", disable=not progress):
-                out.write(json.dumps(self.check(row, method, dataset), ensure_ascii=False) + "\n")
-                out.flush()
+                log.append(self.check(row, method, dataset))
+            written = log.records()
         by_id = {str(r["id"]): r for r in rows}
-        kept = [d for d in _read_jsonl(details) if d["id"] in by_id]
+        kept = [d for d in written if d["id"] in by_id]
         for d in kept:  # stats come from the results file, so details checked by an older ewe get today's keys
             d["stats"] = kept_stats(by_id[d["id"]])
         return kept
