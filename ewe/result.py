@@ -1,6 +1,7 @@
 """What `EWE.generate` returns for one prompt."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 
@@ -20,7 +21,7 @@ class GenerationResult:
     finish_reason: str
     memory: dict = field(default_factory=dict)  # pool -> unit descriptions
     retrieved: list = field(default_factory=list)  # passages retrieved for the prompt: id, title, score
-    stats: dict = field(default_factory=dict)  # token counts, timings, pauses, backtracks, memory footprint
+    stats: Mapping = field(default_factory=dict)  # ewe.stats: token counts, timings, pauses, checks, footprint
     trace: list = field(default_factory=list)
     sentences: list = field(default_factory=list)
 

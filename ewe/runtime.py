@@ -15,6 +15,7 @@ from .engine import DecodingSession, Sampler, TokenLoop
 from .errors import InputError
 from .memory import MemoryState, UnitEncoder, WorkingMemory
 from .result import GenerationResult
+from .stats import PlainStats
 
 
 class Runtime:
@@ -253,16 +254,16 @@ class Runtime:
                     finish_reason=cont.finish_reason,
                     memory=memory.describe(),
                     retrieved=[h.to_dict() for h in hits],
-                    stats={
-                        "prompt_tokens": len(row_ids),
-                        "new_tokens": len(cont.token_ids),
-                        "memory_units": len(memory),
-                        "memory_bytes": memory.footprint()["bytes"],
-                        "retrieve_encode_s": round(t1 - t0, 4),
-                        "prefill_s": round(t2 - t1, 4),
-                        "decode_s": round(t3 - t2, 4),
-                        "total_s": round(t3 - t0, 4),
-                    },
+                    stats=PlainStats(
+                        prompt_tokens=len(row_ids),
+                        new_tokens=len(cont.token_ids),
+                        memory_units=len(memory),
+                        memory_bytes=memory.footprint()["bytes"],
+                        retrieve_encode_s=round(t1 - t0, 4),
+                        prefill_s=round(t2 - t1, 4),
+                        decode_s=round(t3 - t2, 4),
+                        total_s=round(t3 - t0, 4),
+                    ),
                 )
             )
         return results

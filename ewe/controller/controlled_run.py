@@ -18,6 +18,7 @@ import torch
 
 from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
+from ..stats import ControlledStats
 from ..verify.types import UNSUPPORTED
 from .feedback import feedback_messages
 from .schedule import PauseSchedule
@@ -248,26 +249,26 @@ class ControlledRun(Hook):
                               "needs_rewrite": check["needs_rewrite"] if check else None,
                               "failed_attempts": len(self.attempts.get(s.start, []))})
         tr = self.trace
-        stats = {
-            "prompt_tokens": self.prompt_len,
-            "new_tokens": len(t.tokens),
-            "decoded_tokens": self.decoded,
-            "pauses_retrieval": tr.count("pause", kind="retrieval"),
-            "pauses_verification": tr.count("pause", kind="verification"),
-            "skipped_ticks": {k: s.skipped for k, s in self.schedules.items()},
-            "checks": tr.count("check"),
-            "failed_checks": sum(1 for e in tr.events if e["type"] == "check" and e["needs_rewrite"]),
-            "errored_checks": sum(1 for e in tr.events if e["type"] == "check" and e.get("verdict") == "error"),
-            "backtracks": self.backtracks,
-            "memory_units": len(self.memory),
-            "memory_bytes": self.memory.footprint()["bytes"],
-            "retrieve_s": round(self.seconds["retrieve"], 4),
-            "encode_s": round(self.seconds["encode"], 4),
-            "check_s": round(self.seconds["check"], 4),
-            "total_s": round(total, 4),
-            "prefill_s": round(self.prefill_s, 4),
-            "decode_s": round(total - sum(self.seconds.values()) - self.prefill_s, 4),
-        }
+        stats = ControlledStats(
+            prompt_tokens=self.prompt_len,
+            new_tokens=len(t.tokens),
+            decoded_tokens=self.decoded,
+            pauses_retrieval=tr.count("pause", kind="retrieval"),
+            pauses_verification=tr.count("pause", kind="verification"),
+            skipped_ticks={k: s.skipped for k, s in self.schedules.items()},
+            checks=tr.count("check"),
+            failed_checks=sum(1 for e in tr.events if e["type"] == "check" and e["needs_rewrite"]),
+            errored_checks=sum(1 for e in tr.events if e["type"] == "check" and e.get("verdict") == "error"),
+            backtracks=self.backtracks,
+            memory_units=len(self.memory),
+            memory_bytes=self.memory.footprint()["bytes"],
+            retrieve_s=round(self.seconds["retrieve"], 4),
+            encode_s=round(self.seconds["encode"], 4),
+            check_s=round(self.seconds["check"], 4),
+            total_s=round(total, 4),
+            prefill_s=round(self.prefill_s, 4),
+            decode_s=round(total - sum(self.seconds.values()) - self.prefill_s, 4),
+        )
         return GenerationResult(
             prompt=self.prompt,
             text=t.text,

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..controller.trace import Trace
 from ..result import GenerationResult
+from ..stats import A2RStats
 from ..verify.types import SUPPORTED
 from . import a2r_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens
@@ -187,20 +188,20 @@ class A2R(CheckedMethod):
             run.trace.add("a2r_assess", iteration=len(drafts), **asdict(final), mean=final.mean, final=True)
         run.trace.add("finish", reason=out.finish_reason, new_tokens=len(out.token_ids),
                       decoded_tokens=sum(run.tokens.values()))
-        stats = {
-            "method": "a2r",
-            "prompt_tokens": len(self.runtime.prompt_ids(P.init_prompt(prompt, docs), dec.system_prompt)),
-            "new_tokens": len(out.token_ids),
-            "decoded_tokens": sum(run.tokens.values()),
-            "stage_tokens": dict(run.tokens),
-            "iterations": len(drafts),
-            "stop": stop,
-            "scores": scores,
-            "final_scores": final.scores if final is not None else None,
-            "documents": len(docs),
+        stats = A2RStats(
+            method="a2r",
+            prompt_tokens=len(self.runtime.prompt_ids(P.init_prompt(prompt, docs), dec.system_prompt)),
+            new_tokens=len(out.token_ids),
+            decoded_tokens=sum(run.tokens.values()),
+            stage_tokens=dict(run.tokens),
+            iterations=len(drafts),
+            stop=stop,
+            scores=scores,
+            final_scores=final.scores if final is not None else None,
+            documents=len(docs),
             **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
-            "total_s": round(time.perf_counter() - t_start, 4),
-        }
+            total_s=round(time.perf_counter() - t_start, 4),
+        )
         token_ids, logprobs = list(out.token_ids), list(out.logprobs)
         if answer != out.text.strip():  # an echoed label was cut: the tokens are the answer's own, no log-probs
             token_ids, logprobs = text_tokens(self.runtime, answer), []

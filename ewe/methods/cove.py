@@ -24,6 +24,7 @@ import time
 
 from ..controller.trace import Trace
 from ..result import GenerationResult
+from ..stats import CoVeStats
 from ..verify.text import content_keys, split_sentences
 from . import cove_prompts as P
 from .registry import Method
@@ -159,20 +160,20 @@ class CoVe(Method):
         decoded = sum(run.tokens.values())
         run.trace.add("finish", reason=final.finish_reason, new_tokens=len(final.token_ids), decoded_tokens=decoded)
         total = time.perf_counter() - t_start
-        stats = {
-            "method": "cove",
-            "prompt_tokens": base.stats.get("prompt_tokens", 0),
-            "new_tokens": len(final.token_ids),
-            "decoded_tokens": decoded,
-            "stage_tokens": dict(run.tokens),
-            "questions": len(pairs),
-            "questions_fallback": fallback,
-            "inconsistent": len(inconsistent),
-            "unclear": sum(1 for p in pairs if p["judgement"] == "unclear"),
-            "revised": bool(pairs),
+        stats = CoVeStats(
+            method="cove",
+            prompt_tokens=base.stats.get("prompt_tokens", 0),
+            new_tokens=len(final.token_ids),
+            decoded_tokens=decoded,
+            stage_tokens=dict(run.tokens),
+            questions=len(pairs),
+            questions_fallback=fallback,
+            inconsistent=len(inconsistent),
+            unclear=sum(1 for p in pairs if p["judgement"] == "unclear"),
+            revised=bool(pairs),
             **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
-            "total_s": round(total, 4),
-        }
+            total_s=round(total, 4),
+        )
         return GenerationResult(
             prompt=prompt,
             text=text,

@@ -37,6 +37,7 @@ from ..tokens import text_ids
 from ..controller.trace import Trace, check_event
 from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
+from ..stats import VerifyRefineStats
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens
@@ -151,19 +152,19 @@ class VerifyRefine(CheckedMethod):
         else:
             text, token_ids, logprobs, finish = self._live(run, gen_prompt, dec)
         run.trace.add("finish", reason=finish, new_tokens=len(token_ids), decoded_tokens=run.decoded)
-        stats = {
-            "method": self.name,
-            "mode": self.cfg.mode if self.name == "streaming-vr" else "full",
-            "prompt_tokens": len(self.runtime.prompt_ids(gen_prompt, dec.system_prompt)),
-            "new_tokens": len(token_ids),
-            "decoded_tokens": run.decoded,
-            "refine_tokens": run.refine_tokens,
-            "checks": run.checks,
-            "failed_checks": run.failed,
-            "refined": run.refined,
+        stats = VerifyRefineStats(
+            method=self.name,
+            mode=self.cfg.mode if self.name == "streaming-vr" else "full",
+            prompt_tokens=len(self.runtime.prompt_ids(gen_prompt, dec.system_prompt)),
+            new_tokens=len(token_ids),
+            decoded_tokens=run.decoded,
+            refine_tokens=run.refine_tokens,
+            checks=run.checks,
+            failed_checks=run.failed,
+            refined=run.refined,
             **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
-            "total_s": round(time.perf_counter() - t_start, 4),
-        }
+            total_s=round(time.perf_counter() - t_start, 4),
+        )
         return GenerationResult(prompt=prompt, text=text, token_ids=token_ids, logprobs=logprobs, finish_reason=finish,
                                 retrieved=hits, stats=stats, trace=run.trace.to_list(), sentences=run.sentences)
 

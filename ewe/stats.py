@@ -1,0 +1,135 @@
+"""What each method reports about one answer (`GenerationResult.stats`), typed in one place.
+
+Each class is a dataclass that also reads as a mapping (`stats["new_tokens"]`,
+`stats.get("backtracks", 0)`, `dict(stats)`), so results written before, and code that reads
+them as dicts, stay valid; in JSON each is one flat object with these keys, in this order.
+Seconds are wall-clock, rounded to 0.1 ms. Tokens: `new_tokens` are the answer's,
+`decoded_tokens` every token the generator decoded for it, discarded ones included.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+
+class _Stats(Mapping):
+    """The mapping view of a stats dataclass: its fields, in order."""
+
+    def __getitem__(self, key: str):
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self)!r})"
+
+
+@dataclass(eq=False, repr=False)
+class PlainStats(_Stats):
+    """Decoding without pauses: bare, RA, EWE's memory without its controller."""
+
+    prompt_tokens: int
+    new_tokens: int
+    memory_units: int
+    memory_bytes: int
+    retrieve_encode_s: float
+    prefill_s: float
+    decode_s: float
+    total_s: float
+
+
+@dataclass(eq=False, repr=False)
+class ControlledStats(_Stats):
+    """EWE with its controller: pauses, checks, backtracks (and FLARE, a special case)."""
+
+    prompt_tokens: int
+    new_tokens: int
+    decoded_tokens: int
+    pauses_retrieval: int
+    pauses_verification: int
+    skipped_ticks: dict  # pause kind -> interval ticks that found no new complete sentence
+    checks: int
+    failed_checks: int
+    errored_checks: int  # checks whose backend or evidence search raised
+    backtracks: int
+    memory_units: int
+    memory_bytes: int
+    retrieve_s: float
+    encode_s: float
+    check_s: float
+    total_s: float
+    prefill_s: float
+    decode_s: float
+
+
+@dataclass(eq=False, repr=False)
+class VerifyRefineStats(_Stats):
+    """Streaming-VR and Full-VR. `refine_tokens` is the paper's T_Ref."""
+
+    method: str
+    mode: str  # streaming-vr: live | offline; full-vr: full
+    prompt_tokens: int
+    new_tokens: int
+    decoded_tokens: int
+    refine_tokens: int
+    checks: int
+    failed_checks: int
+    refined: int
+    retrieve_s: float
+    generate_s: float
+    check_s: float
+    refine_s: float
+    total_s: float
+
+
+@dataclass(eq=False, repr=False)
+class CoVeStats(_Stats):
+    """CoVe factor+revise: baseline, plan, answers, checks, revision."""
+
+    method: str
+    prompt_tokens: int
+    new_tokens: int
+    decoded_tokens: int
+    stage_tokens: dict  # stage -> tokens decoded in it
+    questions: int
+    questions_fallback: bool  # the plan had no list: questions were taken from its sentences
+    inconsistent: int
+    unclear: int
+    revised: bool
+    retrieve_s: float
+    baseline_s: float
+    plan_s: float
+    answer_s: float
+    check_s: float
+    revise_s: float
+    total_s: float
+
+
+@dataclass(eq=False, repr=False)
+class A2RStats(_Stats):
+    """A2R: the drafts' scores, why it stopped, and the returned answer's scores."""
+
+    method: str
+    prompt_tokens: int
+    new_tokens: int
+    decoded_tokens: int
+    stage_tokens: dict
+    iterations: int
+    stop: str  # scores | max_iterations
+    scores: list  # per draft: {correctness, citation_recall, citation_precision}
+    final_scores: dict | None
+    documents: int
+    retrieve_s: float
+    answer_s: float
+    assess_s: float
+    feedback_s: float
+    total_s: float
