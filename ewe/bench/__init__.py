@@ -28,10 +28,14 @@ def bench_decode(args, load_ewe) -> int:
 
     from ..data.wiki import passage
 
+    from ..api import EWE
+    from ..config import EWEConfig
+
     ewe = load_ewe(args)
     n, k = args.tokens, args.units
-    if k > ewe.config.memory.retrieval_units:
-        ewe.config.memory.retrieval_units = k
+    if k > ewe.config.memory.retrieval_units:  # room for the k passages, same model
+        config = EWEConfig.build(ewe.config.model_dump(), **{"memory.retrieval_units": k})
+        ewe = EWE(ewe.model, ewe.tokenizer, config)
     passages = [passage(t) for t in BENCH_TITLES[:k]]
     ids = torch.tensor([ewe.prompt_ids(BENCH_PROMPT)])
     model = ewe.model

@@ -194,7 +194,8 @@ class ControlledRun(Hook):
         return self.retry_sampler if self.rewriting is not None else None
 
     def on_step(self, loop: TokenLoop) -> None:
-        self.decoded = self.trace.step = loop.decoded
+        self.decoded = loop.decoded
+        self.trace.step_to(loop.decoded)
         for sched in self.schedules.values():
             sched.tick()
 

@@ -23,12 +23,23 @@ class Trace:
     def __init__(self):
         self.events: list[dict] = []
         self._t0 = time.perf_counter()
-        self.step = 0
+        self._step = 0
+
+    @property
+    def step(self) -> int:
+        """Decoding steps so far (discarded tokens included): the step the next event records."""
+        return self._step
+
+    def step_to(self, step: int) -> None:
+        self._step = step
+
+    def advance(self, steps: int) -> None:
+        self._step += steps
 
     def add(self, type: str, **data) -> dict:
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown trace event type {type!r}")
-        event = {"type": type, "step": self.step, "t": round(time.perf_counter() - self._t0, 4), **data}
+        event = {"type": type, "step": self._step, "t": round(time.perf_counter() - self._t0, 4), **data}
         self.events.append(event)
         return event
 

@@ -83,7 +83,7 @@ class A2R(CheckedMethod):
         out = self.runtime.complete(text, dec, f"A2R {what}")
         run.seconds[stage] += time.perf_counter() - t0
         run.tokens[stage] += len(out.token_ids)
-        run.trace.step += len(out.token_ids) + int(out.finish_reason == "eos")
+        run.trace.advance(len(out.token_ids) + int(out.finish_reason == "eos"))
         return out
 
     def _answer(self, run: _Run, iteration: int, kind: str, text: str, dec):

@@ -74,7 +74,7 @@ class CoVe(Method):
         run.seconds[stage] += time.perf_counter() - t0
         n = len(out.token_ids) + int(out.finish_reason == "eos")  # the end token was decoded too
         run.tokens[stage] += n
-        run.trace.step += n
+        run.trace.advance(n)
         return out
 
     def _greedy(self, max_new_tokens: int, dec):

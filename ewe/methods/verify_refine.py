@@ -120,7 +120,7 @@ class VerifyRefine(CheckedMethod):
         [out] = rt.generate_plain([gen_prompt], [[]], dec)
         run.seconds["generate"] += time.perf_counter() - t0
         run.decoded += len(out.token_ids) + int(out.finish_reason == "eos")
-        run.trace.step = run.decoded
+        run.trace.step_to(run.decoded)
         run.trace.add("vr_answer", text=out.text, tokens=len(out.token_ids), finish_reason=out.finish_reason)
         return out
 
@@ -248,7 +248,8 @@ class _LiveAnswer(Hook):
         self.refined_starts: set[int] = set()
 
     def on_step(self, loop: TokenLoop) -> None:
-        self.run.decoded = self.run.trace.step = loop.decoded
+        self.run.decoded = loop.decoded
+        self.run.trace.step_to(loop.decoded)
 
     def on_token(self, loop: TokenLoop, row: int, token: int, completed: list) -> Rewind | None:
         return self.verify(completed, at_end=False)

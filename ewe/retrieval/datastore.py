@@ -13,6 +13,7 @@ datastore, or nothing, never a half-written one.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import logging
@@ -647,6 +648,15 @@ def _write_index(index, file: Path) -> None:
     faiss.write_index(_to_cpu(index), str(file))
 
 
+@functools.lru_cache(maxsize=1)
+def _gpu_resources():
+    """One StandardGpuResources for the process (FAISS's advice: one per GPU, shared by its
+    indexes); held here, so it outlives every index moved to the GPU."""
+    import faiss
+
+    return faiss.StandardGpuResources()
+
+
 def _to_device(index, device: str):
     """(index, "gpu"|"cpu"): GPU FAISS only when asked or "auto", and present."""
     import faiss
@@ -661,10 +671,7 @@ def _to_device(index, device: str):
             raise DatastoreError("device='gpu' but FAISS sees no GPU (faiss-cpu installed, or no CUDA device)")
         return index, "cpu"
     try:
-        res = faiss.StandardGpuResources()
-        gpu = faiss.index_cpu_to_gpu(res, 0, index)
-        gpu._ewe_resources = res  # keep alive with the index
-        return gpu, "gpu"
+        return faiss.index_cpu_to_gpu(_gpu_resources(), 0, index), "gpu"
     except (RuntimeError, AttributeError) as e:  # e.g. HNSW has no GPU version
         if device == "gpu":
             raise DatastoreError(f"this index cannot run on GPU FAISS: {e}") from None
