@@ -158,7 +158,9 @@ class EWE:
                 are truncated with a warning). None retrieves retrieval.top_k passages for
                 each prompt from the datastore (none when retrieval.source is null); []
                 decodes without memory, exactly as the unpatched model does. With
-                retrieval.placement "prompt" the passages are prepended as text instead.
+                retrieval.placement "prompt" (or "prompt+memory") the passages are prepended
+                as text instead; with "prompt+memory" the controller's later passages and
+                feedback still go into memory units.
                 With method "cove" the baseline never reads passages: given passages
                 are the evidence for every verification answer (in place of retrieval,
                 placed by cove.passages_placement); None retrieves cove.top_k per

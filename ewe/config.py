@@ -48,9 +48,16 @@ class RetrievalConfig(_Section):
     top_k: int = Field(4, ge=1, le=64, description="passages retrieved for the prompt (the initial memory)")
     threshold: float | None = Field(None, description="keep only passages scoring at least this")
     dedup_sources: bool = Field(True, description="at most one chunk per source article")
-    placement: Literal["memory", "prompt"] = Field(
-        "memory", description='"memory": one unit per passage (EWE); "prompt": prepended as text (the "+RA" baseline)'
+    placement: Literal["memory", "prompt", "prompt+memory"] = Field(
+        "memory", description='"memory": one unit per passage (EWE); "prompt": prepended as text (the "+RA" baseline); '
+                              '"prompt+memory": the passages retrieved for the prompt prepended as text, and what '
+                              "arrives while decoding (refreshed retrieval, the checker's feedback) in memory units"
     )
+
+    @property
+    def in_prompt(self) -> bool:
+        """The passages retrieved for (or given with) the prompt are prepended as text."""
+        return self.placement in ("prompt", "prompt+memory")
 
 
 class DecodingConfig(_Section):
@@ -299,7 +306,8 @@ class EWEConfig(_Section):
         if ctl is None:
             return self
         if ctl.active and self.retrieval.placement == "prompt":
-            raise ValueError("controller pauses need retrieval.placement 'memory' (feedback goes into memory units)")
+            raise ValueError("controller pauses need retrieval.placement 'memory' or 'prompt+memory' (feedback goes "
+                             "into memory units)")
         if ctl.retrieval_trigger != "never" and self.retrieval.source is None:
             raise ValueError("controller.retrieval_trigger needs a retrieval.source")
         if ctl.retrieval_trigger != "never" and self.memory.retrieval_units == 0:

@@ -220,7 +220,7 @@ class Runtime:
             retrieved = self.retrieve(prompts)
             rows = [[h.text for h in hits] for hits in retrieved]
         texts = prompts
-        if self.config.retrieval.placement == "prompt":
+        if self.config.retrieval.in_prompt:
             texts = [self.prompt_with_passages(p, r) for p, r in zip(prompts, rows)]
             rows = [[] for _ in prompts]
         ids = [self.prompt_ids(t, dec.system_prompt) for t in texts]

@@ -427,3 +427,47 @@ def test_retry_temperature_samples_the_rewrite_only():
     assert bt["removed_text"].strip().startswith(B_WRONG)
     assert not sampled.text[len(A):].strip().startswith(B_WRONG)  # the rewrite was sampled, not the greedy repeat
 
+
+
+class SamePassageStore(FakeDatastore):
+    """Every query also finds the prompt's own passage again."""
+
+    def search(self, queries, k, threshold=None, dedup_sources=True):
+        found = super().search(queries, k)
+        first = Hit(id=0, score=0.9, text="Marie Curie was born in Warsaw.", title="Marie Curie", source_id="mc",
+                    start=0, end=10)
+        return [[first] + ([] if q == PROMPT else hits) for q, hits in zip(queries, found)]
+
+
+def test_prompt_plus_memory_puts_the_first_passages_in_the_prompt_and_later_ones_in_memory():
+    store, seen_units = SamePassageStore(), []
+
+    def script(generated, units):
+        seen_units.append(units)
+        return text_script(fixed(f"{A} {B_WRONG} {C}"))(generated, units)
+
+    def build(placement):
+        cfg = EWEConfig.build({"memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+                               "retrieval": {"source": "fake", "top_k": 2, "placement": placement},
+                               "decoding": {"max_new_tokens": 120},
+                               "controller": {"verify_trigger": "never", "retrieval_trigger": "interval"}})
+        return EWE(scripted_model(script), tiny_tokenizer(), cfg, datastore=store)
+
+    r = build("prompt+memory").generate(PROMPT)
+    prompt_event, *pauses = events(r, "retrieve")
+    assert prompt_event["placement"] == "prompt" and [h["title"] for h in prompt_event["hits"]] == ["Marie Curie"]
+    assert r.retrieved == prompt_event["hits"]
+    assert r.stats["prompt_tokens"] > build("memory").generate(PROMPT).stats["prompt_tokens"]  # the passage is text
+    assert seen_units[0] == 0  # nothing in memory at first
+    # the pauses find the prompt's passage again: it never becomes a unit; the new ones do
+    assert all(h["title"] == "Marie Curie" for e in pauses for h in e["hits"][:1])
+    units = [u["text"] for u in r.memory["retrieval"]]
+    assert len(units) == 2 and not any("Warsaw" in u for u in units)
+    assert all(u.startswith("Passage about") for u in units)
+    assert "into the prompt as text" in render(r.trace)
+
+
+def test_prompt_plus_memory_is_allowed_with_pauses_and_prompt_is_not():
+    with pytest.raises(ConfigError, match="'memory' or 'prompt\\+memory'"):
+        EWEConfig.build({}, **{"controller.verify_trigger": "interval", "retrieval.placement": "prompt"})
+    assert EWEConfig.build({}, **{"controller.verify_trigger": "interval", "retrieval.placement": "prompt+memory"})

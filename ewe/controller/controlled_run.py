@@ -65,6 +65,7 @@ class ControlledRun(Hook):
         self.seconds = {"retrieve": 0.0, "encode": 0.0, "check": 0.0}
         self.retrieved: list[dict] = []
         self.initial_passages = passages
+        self.in_prompt: set[str] = set()  # passages the prompt already holds as text: never a unit as well
 
     # -- memory ------------------------------------------------------------------------
 
@@ -90,6 +91,7 @@ class ControlledRun(Hook):
         t1 = time.perf_counter()
         self.seconds["retrieve"] += t1 - t0
         event = self.trace.add("retrieve", why=why, query=query, hits=[h.to_dict() for h in hits], added=[], evicted=[], present=[])
+        hits = [h for h in hits if h.text not in self.in_prompt]
         if hits:
             meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
             change = self._add_units([h.text for h in hits], "retrieval", meta, f"retrieval ({why})")
@@ -213,12 +215,22 @@ class ControlledRun(Hook):
     def run(self) -> GenerationResult:
         rt, dec, t_start = self.runtime, self.dec, time.perf_counter()
         self.session = None
-        if self.initial_passages is None and rt.datastore is not None:
+        text = self.prompt
+        if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
+            passages = self.initial_passages
+            if passages is None:
+                hits = rt.retrieve([self.prompt])[0]
+                self.retrieved = [h.to_dict() for h in hits]
+                passages = [h.text for h in hits]
+                self.trace.add("retrieve", why="prompt", query=self.prompt, hits=self.retrieved, placement="prompt")
+            self.in_prompt = set(passages)
+            text = rt.prompt_with_passages(self.prompt, passages)
+        elif self.initial_passages is None and rt.datastore is not None:
             self.retrieved = [h.to_dict() for h in self._retrieve(self.prompt, "prompt")]
         elif self.initial_passages:
             self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
-        ids = rt.prompt_ids(self.prompt, dec.system_prompt)
+        ids = rt.prompt_ids(text, dec.system_prompt)
         offset = rt.config.memory.unit_tokens if self.memory.capacity else 0
         rt.check_lengths([self.prompt], [ids], offset, dec.max_new_tokens)
         self.prompt_len = len(ids)

@@ -101,7 +101,8 @@ def render(events: list[dict], width: int = 100) -> str:
         kind = e["type"]
         if kind == "retrieve":
             titles = ", ".join(f"{h['title']} ({h['score']:.2f})" for h in e["hits"]) or "nothing above the threshold"
-            say(f"{at} retrieve ({e['why']}): {titles}; +{len(e['added'])} unit(s)", f"query: {e['query']}")
+            where = "into the prompt as text" if e.get("placement") == "prompt" else f"+{len(e['added'])} unit(s)"
+            say(f"{at} retrieve ({e['why']}): {titles}; {where}", f"query: {e['query']}")
         elif kind == "pause":
             say(f"{at} pause for {e['kind']}: {e['reason']}", e["sentence"])
         elif kind == "check":
