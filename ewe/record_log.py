@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from .errors import RunError
@@ -101,18 +101,14 @@ class RecordLog:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.done: set[str] = set()
-        self._lock = None
-        self._file = None
+        self._stack = ExitStack()
 
     def __enter__(self) -> "RecordLog":
-        self._lock = exclusive(self.path)
-        self._lock.__enter__()
-        try:
+        with ExitStack() as stack:  # a file that cannot be resumed releases the lock again
+            stack.enter_context(exclusive(self.path))
             self.done = finished_ids(self.path)
-            self._file = self.path.open("a", encoding="utf-8")
-        except BaseException:
-            self._lock.__exit__(*sys.exc_info())
-            raise
+            self._file = stack.enter_context(self.path.open("a", encoding="utf-8"))
+            self._stack = stack.pop_all()
         return self
 
     def append(self, record: dict) -> None:
@@ -129,7 +125,4 @@ class RecordLog:
         return [row for _, row in read_jsonl(self.path, skip_bad=True) if isinstance(row, dict)]
 
     def __exit__(self, *exc) -> None:
-        try:
-            self._file.close()
-        finally:
-            self._lock.__exit__(*exc)
+        self._stack.close()

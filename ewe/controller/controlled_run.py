@@ -85,11 +85,15 @@ class ControlledRun(Hook):
             self._memory_changed(why)
         return change
 
-    def _retrieve(self, query: str, why: str) -> list:
+    def _retrieve(self, query: str, why: str, into_prompt: bool = False) -> list:
+        """Search; the hits become retrieval units, or (`into_prompt`) are only returned and traced."""
         t0 = time.perf_counter()
         hits = self.runtime.retrieve([query])[0]
         t1 = time.perf_counter()
         self.seconds["retrieve"] += t1 - t0
+        if into_prompt:
+            self.trace.add("retrieve", why=why, query=query, hits=[h.to_dict() for h in hits], placement="prompt")
+            return hits
         event = self.trace.add("retrieve", why=why, query=query, hits=[h.to_dict() for h in hits], added=[], evicted=[], present=[])
         hits = [h for h in hits if h.text not in self.in_prompt]
         if hits:
@@ -219,10 +223,9 @@ class ControlledRun(Hook):
         if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
             passages = self.initial_passages
             if passages is None:
-                hits = rt.retrieve([self.prompt])[0]
+                hits = self._retrieve(self.prompt, "prompt", into_prompt=True)
                 self.retrieved = [h.to_dict() for h in hits]
                 passages = [h.text for h in hits]
-                self.trace.add("retrieve", why="prompt", query=self.prompt, hits=self.retrieved, placement="prompt")
             self.in_prompt = set(passages)
             text = rt.prompt_with_passages(self.prompt, passages)
         elif self.initial_passages is None and rt.datastore is not None:
