@@ -28,7 +28,7 @@ demo: setup  ## the main job: the embedded SmolLM2 answers with a Wikipedia pass
 test: setup  ## run the whole test suite
 	$(PY) -m pytest -q tests
 
-test-fast: setup  ## mechanism tests only (tiny random models, seconds)
+test-fast: setup  ## mechanism tests (tiny random models, MiniLM, small FAISS stores; about a minute)
 	$(PY) -m pytest -q -m "not slow" tests
 
 ext: setup  ## build the compiled memory attention (ewe/_C*.so): CPU, plus CUDA if nvcc and a CUDA torch are found

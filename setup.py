@@ -80,7 +80,7 @@ setup(
         "matplotlib>=3.8",
         "jinja2>=3.1",
     ],
-    extras_require={"dev": ["pytest>=8", "ninja"]},
+    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6"]},
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
     package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors"]},
     **(_extension_setup() if _extension_requested() else {}),

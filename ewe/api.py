@@ -10,6 +10,8 @@ with the Runtime, ewe/runtime.py, which loads each part on first use).
 """
 from __future__ import annotations
 
+import numbers
+import os
 from typing import Sequence
 
 from .config import ConfigError, EWEConfig
@@ -42,12 +44,15 @@ class EWE:
     @classmethod
     def from_config(cls, config: EWEConfig | dict | str | None = None, **overrides) -> "EWE":
         """Load the model named in `config` (an EWEConfig, a dict, or a YAML path), with dotted overrides."""
-        if isinstance(config, str):
+        if isinstance(config, (str, os.PathLike)):
             cfg = EWEConfig.from_yaml(config, **overrides)
         elif isinstance(config, EWEConfig):
             cfg = EWEConfig.build(config.model_dump(), **overrides)
-        else:
+        elif config is None or isinstance(config, dict):
             cfg = EWEConfig.build(config, **overrides)
+        else:
+            raise InputTypeError("config must be an EWEConfig, a dict, or the path of a YAML file, "
+                                 f"got {type(config).__name__}")
         return cls.from_runtime(Runtime(cfg))
 
     # -- the runtime's parts, for users of the facade ---------------------------------------
@@ -75,6 +80,21 @@ class EWE:
         """Fact-check one sentence (claims, evidence, verdicts) with the configured checker."""
         if not isinstance(sentence, str) or not sentence.strip():
             raise InputError("sentence is empty")
+        _refuse_non_text(sentence, "sentence")
+        for name, value in (("prompt", prompt), ("context", context)):
+            if value is not None:
+                if not isinstance(value, str):
+                    raise InputTypeError(f"{name} must be a string, got {type(value).__name__}")
+                _refuse_non_text(value, name)
+        if evidence is not None:
+            if not isinstance(evidence, (list, tuple)):
+                got = "a single string" if isinstance(evidence, (str, bytes)) else type(evidence).__name__
+                raise InputTypeError(f"evidence must be a list of passage strings (one passage: [text]); got {got}")
+            for i, text in enumerate(evidence):
+                if not isinstance(text, str) or not text.strip():
+                    raise InputError(f"evidence[{i}] must be a non-empty string, got "
+                                     + ("an empty one" if isinstance(text, str) else type(text).__name__))
+                _refuse_non_text(text, f"evidence[{i}]")
         checker = self.fact_checker(need_evidence=evidence is None)
         return checker.check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
 
@@ -105,6 +125,7 @@ class EWE:
                 raise InputTypeError(f"{name} must be a string, got {type(p).__name__}")
             if not p.strip():
                 raise InputError(f"{name} is empty")
+            _refuse_non_text(p, name)
         if passages is None:
             return single, prompts, None
         if not isinstance(passages, (list, tuple)):
@@ -133,7 +154,9 @@ class EWE:
                 )
             for j, text in enumerate(row):
                 if not isinstance(text, str) or not text.strip():
-                    raise InputError(f"passages[{i}][{j}] is empty or not a string")
+                    what = "is empty" if isinstance(text, str) else f"must be a string, got {type(text).__name__}"
+                    raise InputError(f"passages[{i}][{j}] {what}")
+                _refuse_non_text(text, f"passages[{i}][{j}]")
         return single, prompts, rows
 
     # -- generation --------------------------------------------------------------------
@@ -180,9 +203,26 @@ class EWE:
             ValueError / TypeError / ConfigError naming the argument, before any model work.
         """
         single, prompts, rows = self._check_prompts(prompt, passages)
+        for name, value in (("max_new_tokens", max_new_tokens), ("temperature", temperature), ("top_p", top_p),
+                            ("seed", seed)):
+            # a bool is an int to Python and a digit string passes the configuration's lax parsing:
+            # max_new_tokens=True would quietly decode one token
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+                raise InputTypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
         dec = self.runtime.decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
         results = method_class(self.config.method)(self.runtime).run_batch(prompts, dec, rows)
         return results[0] if single else results
+
+
+def _refuse_non_text(text: str, name: str) -> None:
+    """A string holding half a surrogate pair ("\\ud800" in JSON, a byte that is not UTF-8 in a
+    command-line argument) is not text: the tokenizer would fail on it with a message naming
+    nothing of the caller's."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(f"{name} is not valid text: an unpaired surrogate \\u{ord(text[e.start]):04x} at character "
+                         f"{e.start} (a broken \\u escape, or bytes that are not UTF-8)") from None
 
 
 __all__ = ["EWE", "GenerationResult", "ConfigError"]

@@ -27,6 +27,40 @@ def non_negative_int(v: str) -> int:
     return n
 
 
+SEED_MAX = 2**63 - 1  # torch and numpy seeds are 64-bit
+
+
+def seed(v: str) -> int:
+    """0 <= N < 2**63 (what torch.manual_seed takes)."""
+    n = non_negative_int(v)
+    if n > SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{v} is too large for a seed (at most 2**63 - 1)")
+    return n
+
+
+def _float(v: str) -> float:
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a number") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{v} is not a finite number")
+    return x
+
+
+def finite_float(v: str) -> float:
+    """Any finite number (a score threshold)."""
+    return _float(v)
+
+
+def positive_float(v: str) -> float:
+    """A finite number > 0 (a learning rate)."""
+    x = _float(v)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"{v} must be greater than 0")
+    return x
+
+
 def command_group(subparsers, name: str, help: str):
     """`ewe NAME SUBCOMMAND`: the group's parser registered on `subparsers`, and the
     subparsers its subcommands go on (the chosen one lands in `args.<name>_command`)."""

@@ -77,13 +77,21 @@ def _overrides(args) -> dict:
         out["retrieval.source"] = None
     for item in getattr(args, "set", []) or []:
         key, sep, value = item.partition("=")
+        shown = repr(item) if len(item) <= 200 else repr(item[:200]) + f" (... {len(item)} characters)"
         top_level = key.strip() in EWEConfig.model_fields and "." not in key  # e.g. method=cove
         if not sep or not key.strip() or ("." not in key and not top_level):
-            raise SystemExit(f"ewe: --set {item!r}: expected SECTION.KEY=VALUE, e.g. controller.max_retries=1")
+            raise SystemExit(f"ewe: --set {shown}: expected SECTION.KEY=VALUE, e.g. controller.max_retries=1")
         try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise SystemExit(f"ewe: --set {item!r}: the value is not valid YAML ({e})") from None
+            parsed = yaml.safe_load(value)
+        except (yaml.YAMLError, ValueError) as e:  # ValueError: e.g. an integer of more than 4300 digits
+            why = str(e).splitlines()[0][:200]
+            raise SystemExit(f"ewe: --set {shown}: the value is not valid YAML ({why})") from None
+        if top_level and isinstance(parsed, dict):
+            # --set memory={unit_tokens: 64} sets that key; it must not replace the whole section,
+            # dropping what the --config file set there
+            out.update({f"{key.strip()}.{k}": v for k, v in parsed.items()})
+        else:
+            out[key.strip()] = parsed
     return out
 
 
@@ -101,11 +109,16 @@ def cmd_generate(args) -> int:
     if args.input and not args.output:
         raise SystemExit("ewe generate: --input needs --output FILE (JSONL, appended as prompts finish)")
     passages = list(args.passage or [])
+    for n, text in enumerate(passages, 1):
+        if not text.strip():
+            raise SystemExit(f"ewe generate: --passage number {n} is empty; give the passage's text")
     for f in args.passage_file or []:
         try:
             passages.append(Path(f).read_text(encoding="utf-8").strip())
         except (OSError, UnicodeDecodeError) as e:
             raise SystemExit(f"ewe generate: --passage-file {f}: cannot read it as UTF-8 text ({e})") from None
+        if not passages[-1]:
+            raise SystemExit(f"ewe generate: --passage-file {f} is empty")
     from .runner import RunError, preflight, print_summary, run
 
     rows = None
@@ -186,7 +199,7 @@ def _check_batch(args) -> int:
 
     from .checks import read_cases, verdict_line
     from .errors import RunError
-    from .record_log import RecordLog, refuse_same_file
+    from .record_log import RecordLog, refuse_same_file, refuse_unwritable
 
     if not args.output:
         raise SystemExit("ewe check: --input needs --output (a JSONL file, appended; a rerun resumes)")
@@ -194,6 +207,7 @@ def _check_batch(args) -> int:
     try:
         refuse_same_file(inp, out, out.with_name(out.name + ".lock"))
         cases = read_cases(inp)
+        refuse_unwritable(out)
         with RecordLog(out) as log:
             todo = [c for c in cases if c["id"] not in log.done]
             if len(todo) < len(cases):
@@ -277,10 +291,13 @@ def main(argv: list[str] | None = None) -> int:
         previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args) or 0
-    except (ConfigError, ValueError, TypeError, FileNotFoundError, KeyError) as e:
+    except (ConfigError, ValueError, TypeError, OSError, KeyError) as e:
         if args.verbose:
             raise
-        print(f"ewe: error: {e}", file=sys.stderr)
+        message = str(e)
+        if len(message) > 2000:  # e.g. a 100,000-character --set value echoed back
+            message = message[:2000] + f" ... ({len(message)} characters)"
+        print(f"ewe: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ewe: interrupted; finished results are kept", file=sys.stderr)

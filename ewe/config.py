@@ -46,7 +46,7 @@ class RetrievalConfig(_Section):
         description='"embedded" (Wikipedia summaries, built on first use), a datastore folder, or null for none',
     )
     top_k: int = Field(4, ge=1, le=64, description="passages retrieved for the prompt (the initial memory)")
-    threshold: float | None = Field(None, description="keep only passages scoring at least this")
+    threshold: float | None = Field(None, allow_inf_nan=False, description="keep only passages scoring at least this")
     dedup_sources: bool = Field(True, description="at most one chunk per source article")
     placement: Literal["memory", "prompt", "prompt+memory"] = Field(
         "memory", description='"memory": one unit per passage (EWE); "prompt": prepended as text (the "+RA" baseline); '
@@ -64,7 +64,7 @@ class DecodingConfig(_Section):
     max_new_tokens: int = Field(256, ge=1, le=32_768)
     temperature: float = Field(0.0, ge=0.0, le=100.0, description="0 is greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="sampling seed (None: a fresh one each call)")
     system_prompt: str | None = Field(None, description="None keeps the chat template's default")
 
 
@@ -85,7 +85,7 @@ class ControllerConfig(_Section):
     retrieval_interval: int = Field(1, ge=1, le=100_000, description="T_r, tokens between retrieval pauses")
     verify_trigger: Trigger = Field("never", description="when to fact-check new sentences")
     verify_interval: int = Field(8, ge=1, le=100_000, description="T_v, tokens between verification pauses")
-    entropy_threshold: float = Field(2.5, ge=0.0, description="nats; higher pauses less often")
+    entropy_threshold: float = Field(2.5, ge=0.0, allow_inf_nan=False, description="nats; higher pauses less often")
     min_prob_threshold: float = Field(0.1, gt=0.0, le=1.0, description="higher pauses more often")
     rewrite_on_retrieval: bool = Field(
         False, description="FLARE-style: regenerate the sentence that triggered a retrieval pause, once"
@@ -107,8 +107,23 @@ class ControllerConfig(_Section):
         "so a greedy rewrite changes only through the new memory)"
     )
     retry_top_p: float = Field(0.9, gt=0.0, le=1.0)
-    on_retries_exhausted: Literal["keep_best", "keep_last", "drop"] = Field(
-        "keep_best", description="keep the attempt with the fewest unsupported claims, the last one, or none"
+    rewrite_candidates: int = Field(
+        1, ge=1, le=16, description="rewrites decoded at once as a batch from the cropped cache and judged "
+        "together; the supported one the model finds likeliest is kept (1: the paper's one rewrite at a time)"
+    )
+    candidate_temperature: float = Field(
+        0.8, gt=0.0, le=10.0, description="with rewrite_candidates > 1: the first candidate is greedy, the "
+        "others sampled at this temperature (with retry_top_p)"
+    )
+    rewrite_max_tokens: int = Field(64, ge=4, le=1024, description="the longest candidate rewrite, in tokens")
+    feedback_placement: Literal["memory", "prompt"] = Field(
+        "memory", description="where the checker's feedback passages go for the rewrite: memory units "
+        "(the paper), or text prepended to the prompt of the candidates (which then re-read the prompt once)"
+    )
+    on_retries_exhausted: Literal["keep_best", "keep_last", "drop", "stop"] = Field(
+        "keep_best", description="when no rewrite passes: keep the attempt with the fewest unsupported claims "
+        "(never one that looks garbled), the last one, none (drop: the answer goes on from the sentence's "
+        "start with another first word), or end the answer before it (stop)"
     )
     max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
     max_total_tokens: int | None = Field(

@@ -6,6 +6,7 @@ file in the same folder, flushed to disk, then renamed over the target.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -15,9 +16,12 @@ from pathlib import Path
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
     """Replace `path` with `data` in one rename (parent folders are created)."""
     path = Path(path)
+    if path.is_dir():  # os.replace would name only the temporary file
+        raise IsADirectoryError(errno.EISDIR, "a folder is where the file would be written; give a file name", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
@@ -29,6 +33,25 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Temporary files of earlier writes of `path` whose process is gone (a kill mid-write)."""
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = tmp.name[len(f".{path.name}."):].split(".", 1)[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (its temporary files and work folders are still in use)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_json(path: str | os.PathLike, data) -> Path:
@@ -44,7 +67,9 @@ def read_jsonl(path: str | os.PathLike, *, skip_bad: bool = False) -> list[tuple
     naming path:line, or with `skip_bad` is left out (the torn last line of a killed run)."""
     path = Path(path)
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    # "\n" only: str.splitlines would also break at U+2028, U+2029 and U+0085, which JSON
+    # leaves unescaped inside strings (ensure_ascii=False), and so lose those records
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -40,11 +40,23 @@ def finished_ids(path: Path) -> set[str]:
             ids.append(_record_id(path, n, tail))
             atomic_write(path, data + b"\n")  # complete: keep it
         except RunError:
-            if not tail.lstrip().startswith(b"{"):
+            if not _torn(tail):
                 raise
             print(f"ewe: {path}:{n}: cut a torn last line (a run stopped while writing it)", file=sys.stderr)
             atomic_write(path, data[: len(data) - len(tail)])
     return set(ids)
+
+
+def _torn(line: bytes) -> bool:
+    """The start of a JSON object that a kill cut short: a whole JSON value (a line without
+    an "id", or one with a damaged byte inside) is never torn."""
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        json.loads(line.decode("utf-8", errors="replace"))  # a cut inside a character is still torn
+    except json.JSONDecodeError:
+        return True
+    return False
 
 
 def _record_id(path: Path, n: int, line: bytes) -> str:
@@ -65,6 +77,23 @@ def refuse_same_file(input_path: Path, output: Path, *paths: Path) -> None:
     for p in (output, *paths):
         if os.path.realpath(p) == real_in:
             raise RunError(f"--output {output} is the --input file {input_path}; choose another --output")
+
+
+def refuse_unwritable(output: Path) -> None:
+    """--output must be a file ewe can create or append to: not a folder, a device (/dev/null would
+    swallow every result while the run reports them done) or a FIFO, and not under a folder that
+    cannot be written (read-only, or a file in the way). Checked before any model loads."""
+    output = Path(output)
+    if output.exists() and not output.is_file():
+        kind = "a folder" if output.is_dir() else "not a regular file"
+        raise RunError(f"--output {output} is {kind}; give the path of a JSONL file (it is appended to and resumed from)")
+    folder = output.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the nearest folder that exists: the rest is created
+    if not folder.is_dir():
+        raise RunError(f"--output {output}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RunError(f"--output {output}: cannot write in {folder} (read-only or no permission)")
 
 
 @contextmanager
@@ -104,6 +133,7 @@ class RecordLog:
         self._stack = ExitStack()
 
     def __enter__(self) -> "RecordLog":
+        refuse_unwritable(self.path)
         with ExitStack() as stack:  # a file that cannot be resumed releases the lock again
             stack.enter_context(exclusive(self.path))
             self.done = finished_ids(self.path)

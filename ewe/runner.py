@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import InputError, RunError
 from .files import read_jsonl, write_json, write_jsonl
-from .record_log import RecordLog, refuse_same_file
+from .record_log import RecordLog, refuse_same_file, refuse_unwritable
 
 __all__ = ["RunError", "preflight", "print_summary", "read_prompts", "run"]
 
@@ -48,7 +48,7 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
         raise RunError(f"--input {path}: not a file")
     raw = path.read_bytes()
     try:
-        lines = raw.decode("utf-8").splitlines()
+        lines = raw.decode("utf-8").split("\n")  # not splitlines: U+2028 may sit inside a JSON string
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
         raise RunError(f"--input {path}:{line}: not UTF-8 text (byte {e.start})") from None
@@ -61,7 +61,7 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
         except json.JSONDecodeError as e:
             errors.append(f"{path}:{n}: not JSON ({e.msg})")
             continue
-        why = problem(row) if isinstance(row, dict) else "must be a JSON object"
+        why = (problem(row) or _id_problem(row) or _not_text(row)) if isinstance(row, dict) else "must be a JSON object"
         if why:
             errors.append(f"{path}:{n}: {why}")
             continue
@@ -72,10 +72,53 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
         seen.add(row["id"])
         rows.append(row)
     if errors:
+        whole = _one_json_value(raw)
+        if whole is not None:
+            raise RunError(f"--input {path} is {whole}, not JSONL: write one JSON object per line "
+                           '(e.g. {"id": "1", "prompt": "..."}), with no enclosing [ ]')
         raise RunError("bad input lines:\n  " + "\n  ".join(errors))
     if not rows:
         raise RunError(f"--input {path} holds no {what}")
     return rows
+
+
+def _id_problem(row: dict):
+    """An "id" names a record in the output and a rerun resumes by it: a list, an object, true or
+    an empty string would be written as Python's spelling of it ("['a']", "True", "") and match
+    the wrong line, or none."""
+    if "id" not in row:
+        return None
+    rid = row["id"]
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)) or (isinstance(rid, str) and not rid.strip()):
+        got = "an empty string" if isinstance(rid, str) else json.dumps(rid)[:40]
+        return f'"id" must be a non-empty string or an integer, got {got}'
+    return None
+
+
+def _not_text(row: dict):
+    """JSON may escape half a surrogate pair ("\\ud800"), which no UTF-8 text holds: the tokenizer
+    and the output file would both fail on it, after the model has run."""
+    for key, value in row.items():
+        try:
+            json.dumps({key: value}, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            bad = ord(e.object[e.start])
+            field = json.dumps(key)  # ASCII-escaped: printable whatever the key holds
+            return f"{field} holds an unpaired surrogate \\u{bad:04x}, which is not text (a broken escape or encoding)"
+    return None
+
+
+def _one_json_value(raw: bytes) -> str | None:
+    """What the whole file is when it is one JSON array or one object spread over lines."""
+    try:
+        whole = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+    if isinstance(whole, list):
+        return "one JSON array"
+    if isinstance(whole, dict) and raw.strip().count(b"\n"):
+        return "one JSON object written over several lines"
+    return None
 
 
 def check_same_config(output: Path, config: dict, force: bool) -> None:
@@ -173,6 +216,7 @@ def preflight(input_path: Path, output: Path, limit: int | None = None) -> list[
         raise RunError(f"--limit must be a positive number of prompts, got {limit!r}")
     refuse_same_file(input_path, output, *(output.with_name(output.name + s) for s in _SIDE_FILES))
     rows = read_prompts(input_path)
+    refuse_unwritable(output)
     return rows[:limit] if limit is not None else rows
 
 

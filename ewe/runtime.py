@@ -135,9 +135,11 @@ class Runtime:
         """The top `k` (default retrieval.top_k) passages (Hits) for each query, with the configured
         threshold and de-duplication."""
         ret = self.config.retrieval
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise InputError(f"k={k!r}: the number of passages to retrieve must be a whole number, at least 1")
         if self.datastore is None:
             return [[] for _ in queries]
-        return self.datastore.search(queries, k=k or ret.top_k, threshold=ret.threshold,
+        return self.datastore.search(queries, k=ret.top_k if k is None else k, threshold=ret.threshold,
                                      dedup_sources=ret.dedup_sources)
 
     @staticmethod

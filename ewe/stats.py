@@ -61,11 +61,17 @@ class ControlledStats(_Stats):
     failed_checks: int
     errored_checks: int  # checks whose backend or evidence search raised
     backtracks: int
+    rejected_sentences: int  # answer positions whose sentence failed a check (dropped ones included)
+    rewritten_supported: int  # of those, the ones whose final sentence passed its check
+    candidates_decoded: int  # candidate rewrites decoded (rewrite_candidates > 1 or feedback in the prompt)
+    candidates_judged: int  # of those, the ones judged (repeats of an earlier attempt are not)
+    candidate_tokens: int  # tokens decoded for candidates, all rows
     memory_units: int
     memory_bytes: int
     retrieve_s: float
     encode_s: float
     check_s: float
+    rewrite_s: float  # decoding candidate rewrites
     total_s: float
     prefill_s: float
     decode_s: float

@@ -17,33 +17,61 @@ from ewe.verify.types import SUPPORTED, UNSUPPORTED, Claim, Evidence, SentenceCh
 
 
 class ScriptedLM(LlamaForCausalLM):
-    """`script(generated_ids, memory_units) -> (token_id, probability)` picks each next token."""
+    """`script(generated_ids, memory_units) -> (token_id, probability)` picks each next token.
+
+    A script may instead return {token_id: probability, ...} (a choice the sampler makes),
+    and a script with `wants_prompt = True` is called with the row's prompt ids as a third
+    argument (to see passages placed in the prompt). Each batch row follows the script on
+    its own tokens and memory.
+    """
 
     script = None
 
     def forward(self, input_ids=None, position_ids=None, past_key_values=None, **kwargs):
         fresh = past_key_values is None or past_key_values.get_seq_length() == 0
         out = super().forward(input_ids=input_ids, position_ids=position_ids, past_key_values=past_key_values, **kwargs)
-        pos = position_ids[0].tolist()
-        # one state per cache, so sessions may interleave (a refiner call in the middle of a generation)
+        # one state per cache, so sessions may interleave (a refiner call in the middle of a generation);
+        # a cache never seen and not fresh is a branch of the last one used: it starts from its tokens
         states = self.__dict__.setdefault("_states", {})
+        key = id(past_key_values)
         if fresh:
-            states[id(past_key_values)] = ({}, pos[-1])
-        self.seq, self.prompt_end = states[id(past_key_values)]
-        for p, t in zip(pos, input_ids[0].tolist()):
-            self.seq[p] = t
-        last = pos[-1]
-        for p in [p for p in self.seq if p > last]:
-            del self.seq[p]  # cropped away
-        generated = [self.seq[p] for p in range(self.prompt_end + 1, last + 1)]
+            states[key] = [({}, int(position_ids[b, -1])) for b in range(input_ids.shape[0])]
+        elif key not in states:
+            states[key] = [(dict(seq), end) for seq, end in self._last[:1]]
+        rows = states[key]
+        self._last = rows
+        while len(rows) < input_ids.shape[0]:  # the rows were repeated (candidates sharing a prefix)
+            rows.append((dict(rows[0][0]), rows[0][1]))
         memory = kwargs.get("ewe_memory")
-        units = len(memory.unit_bounds[0]) if memory is not None else 0
-        token, prob = self.script(generated, units)
         vocab = out.logits.shape[-1]
-        logits = torch.full((vocab,), math.log((1 - prob) / (vocab - 1)) if prob < 1 else -1e4)
-        logits[token] = math.log(prob) if prob < 1 else 0.0
-        out.logits[:, -1, :] = logits
+        for b in range(input_ids.shape[0]):
+            seq, prompt_end = rows[b]
+            pos = position_ids[b if position_ids.shape[0] > 1 else 0].tolist()
+            for p, t in zip(pos, input_ids[b].tolist()):
+                seq[p] = t
+            last = pos[-1]
+            for p in [p for p in seq if p > last]:
+                del seq[p]  # cropped away
+            generated = [seq[p] for p in range(prompt_end + 1, last + 1)]
+            units = len(memory.unit_bounds[b]) if memory is not None else 0
+            self.seq, self.prompt_end = seq, prompt_end  # the row's view, for scripts and tests that look inside
+            if getattr(self.script, "wants_prompt", False):
+                choice = self.script(generated, units, [seq[p] for p in sorted(seq) if p <= prompt_end])
+            else:
+                choice = self.script(generated, units)
+            out.logits[b, -1, :] = _logits(choice, vocab)
+        self.seq, self.prompt_end = rows[0]
         return out
+
+
+def _logits(choice, vocab: int) -> torch.Tensor:
+    """(token, p) or {token: p}: those probabilities, the rest spread evenly over the vocabulary."""
+    probs = dict([choice]) if isinstance(choice, tuple) else dict(choice)
+    rest = 1 - sum(probs.values())
+    logits = torch.full((vocab,), math.log(rest / (vocab - len(probs))) if rest > 1e-9 else -1e4)
+    for token, p in probs.items():
+        logits[token] = math.log(p)
+    return logits
 
 
 def scripted_model(script, seed: int = 0) -> ScriptedLM:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_runner import lines, setup  # noqa: F401 (the fixture)
@@ -300,7 +302,7 @@ def test_a_non_utf8_input_names_the_file_and_line(tmp_path):
 def test_a_killed_build_leaves_no_work_folder_behind_the_next_one(tmp_path):
     import subprocess as sp
 
-    from ewe.retrieval.datastore import _work_dir
+    from ewe.retrieval.folders import work_dir
 
     dead = sp.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -308,7 +310,7 @@ def test_a_killed_build_leaves_no_work_folder_behind_the_next_one(tmp_path):
     stale.mkdir()
     live = tmp_path / f".ds.tmp-{os.getpid()}-xyz"  # another build still running here
     live.mkdir()
-    work = _work_dir(tmp_path / "ds")
+    work = work_dir(tmp_path / "ds")
     assert not stale.exists() and live.exists() and work.exists() and work.name.startswith(f".ds.tmp-{os.getpid()}-")
 
 
@@ -328,3 +330,207 @@ def test_the_audit_page_shows_generated_html_as_text():
     md = _audit_md([a], "t")
     assert "<script>" not in md and "<img" not in md and "<iframe>" not in md and "<b>" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt; was born" in md
+
+
+# --- a sweep of hostile and careless inputs (issue 17, second round): each fails before its fix ------
+
+
+def _prompts_file(tmp_path, text: str):
+    path = tmp_path / "p.jsonl"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("rid,shown", [('["x", 1]', '["x", 1]'), ('{"k": 1}', '{"k": 1}'), ('""', "an empty string"),
+                                       ('"  "', "an empty string"), ("null", "null"), ("true", "true"), ("1.5", "1.5")])
+def test_an_id_that_is_not_a_string_or_integer_is_refused(tmp_path, rid, shown):
+    """It used to be written as Python's spelling of it ("['x', 1]", "True", "None", "") and resumed by that."""
+    from ewe.runner import read_prompts
+
+    path = _prompts_file(tmp_path, '{"id": %s, "prompt": "hi"}\n' % rid)
+    with pytest.raises(RunError, match=r"p\.jsonl:1: \"id\" must be a non-empty string or an integer, got "
+                                       + re.escape(shown)):
+        read_prompts(path)
+    assert [r["id"] for r in read_prompts(_prompts_file(tmp_path, '{"id": 7, "prompt": "hi"}\n'))] == ["7"]
+
+
+@pytest.mark.parametrize("text,what", [
+    (json.dumps([{"id": "a", "prompt": "hi"}, {"id": "b", "prompt": "ho"}], indent=2), "one JSON array"),
+    (json.dumps([{"id": "a", "prompt": "hi"}]), "one JSON array"),
+    (json.dumps({"id": "a", "prompt": "hi"}, indent=2), "one JSON object written over several lines"),
+])
+def test_a_json_file_that_is_not_jsonl_is_named_as_such(tmp_path, text, what):
+    from ewe.runner import read_prompts
+
+    with pytest.raises(RunError, match=f"p\\.jsonl is {what}, not JSONL: write one JSON object per line"):
+        read_prompts(_prompts_file(tmp_path, text))
+
+
+@pytest.mark.parametrize("line,field", [('{"id": "a", "prompt": "Say \\ud800 hi."}', "prompt"),
+                                        ('{"id": "a", "prompt": "hi", "topic": "x\\udc00"}', "topic"),
+                                        ('{"id": "a", "prompt": "hi", "passages": ["p \\udfff"]}', "passages")])
+def test_an_unpaired_surrogate_in_a_prompts_file_is_refused_before_generation(setup, line, field):  # noqa: F811
+    """It used to stop the run with the tokenizer's "TextEncodeInput must be Union[...]", or after
+    generating, when the result line could not be written."""
+    config, prompts, out, state = setup
+    prompts.write_text(json.dumps({"id": "ok", "prompt": "Tell me a bio of person 0."}) + "\n" + line + "\n")
+    with pytest.raises(SystemExit, match=rf'prompts\.jsonl:2: "{field}" holds an unpaired surrogate'):
+        cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(out)])
+    assert state["calls"] == [] and not out.exists()
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_ewe()
+
+
+@pytest.fixture
+def no_model_work(tiny, monkeypatch):
+    calls = []
+    monkeypatch.setattr(tiny.model, "forward", lambda *a, **k: calls.append("forward"))
+    monkeypatch.setattr(tiny.encoder, "_encode_batch", lambda *a, **k: calls.append("encode"))
+    return calls
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"prompt": "hi \ud800"}, r"prompt is not valid text: an unpaired surrogate \\ud800 at character 3"),
+    ({"prompt": ["ok", "\udcff"]}, r"prompt\[1\] is not valid text"),
+    ({"prompt": "hi", "passages": ["x \udc00"]}, r"passages\[0\]\[0\] is not valid text"),
+    ({"prompt": "hi", "passages": [["nested"]]}, r"passages\[0\]\[0\] must be a string, got list"),
+    ({"prompt": "hi", "passages": [None]}, r"passages\[0\]\[0\] must be a string, got NoneType"),
+    ({"prompt": "hi", "max_new_tokens": True}, "max_new_tokens must be a number, got bool True"),
+    ({"prompt": "hi", "max_new_tokens": "5"}, "max_new_tokens must be a number, got str '5'"),
+    ({"prompt": "hi", "temperature": False}, "temperature must be a number, got bool"),
+    ({"prompt": "hi", "seed": "7"}, "seed must be a number, got str"),
+])
+def test_api_refuses_non_text_and_non_numbers_before_model_work(tiny, no_model_work, kwargs, message):
+    """A lone surrogate failed deep in the tokenizer (TypeError) or the unit encoder (UnicodeEncodeError);
+    max_new_tokens=True quietly decoded one token, "5" five."""
+    with pytest.raises(InputError, match=message):
+        tiny.generate(**kwargs)
+    assert no_model_work == []
+
+
+@pytest.mark.parametrize("evidence,message", [("Marie Curie was a physicist.", "evidence must be a list .*got a single string"),
+                                              ([""], r"evidence\[0\] must be a non-empty string"),
+                                              ([3], r"evidence\[0\] must be a non-empty string, got int")])
+def test_check_refuses_evidence_that_is_not_a_list_of_passages(tiny, evidence, message):
+    """A string was checked as a list of one-character passages: a silent "not enough evidence"."""
+    with pytest.raises(InputError, match=message):
+        tiny.check("Marie Curie was a physicist.", evidence=evidence)
+
+
+def test_from_config_takes_a_path_object_and_names_a_wrong_type(tmp_path):
+    from ewe import EWE
+    from ewe.config import ConfigError
+
+    with pytest.raises(ConfigError, match="config file not found"):  # was AttributeError: no attribute 'items'
+        EWE.from_config(Path(tmp_path / "missing.yaml"))
+    with pytest.raises(InputError, match="config must be an EWEConfig, a dict, or the path of a YAML file, got int"):
+        EWE.from_config(5)
+
+
+@pytest.mark.parametrize("kind", ["folder", "device", "file in the way", "read-only"])
+def test_an_output_that_cannot_be_a_results_file_is_refused_before_the_model_loads(setup, tmp_path, monkeypatch, kind):  # noqa: F811
+    """A folder gave a traceback after the model had loaded; /dev/null swallowed every result while the run
+    reported them done, and left its side files in /dev; a read-only folder gave a traceback."""
+    config, prompts, out, state = setup
+    loaded = []
+    monkeypatch.setattr(cli, "_load_ewe", lambda args: loaded.append(1))
+    target, expect = {
+        "folder": (tmp_path, "is a folder"),
+        "device": (Path("/dev/null"), "is not a regular file"),
+        "file in the way": (prompts / "sub" / "r.jsonl", "prompts.jsonl is not a folder"),
+        "read-only": (tmp_path / "new" / "r.jsonl", "cannot write in"),
+    }[kind]
+    if kind == "read-only":  # chmod does not stop root: the check itself is what is tested
+        monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    for cmd in (["run", "--config", str(config)], ["generate"]):
+        with pytest.raises(SystemExit, match=expect):
+            cli.main(cmd + ["--input", str(prompts), "--output", str(target)])
+    assert loaded == [] and not Path("/dev/null.lock").exists()
+
+
+def test_a_file_written_whole_onto_a_folder_is_one_line_not_a_traceback(tmp_path, capsys):
+    assert cli.main(["eval", "prompts", "bio", "--n", "2", "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"a folder is where the file would be written; give a file name: '{tmp_path}'" in err
+
+
+def test_set_of_a_section_as_a_mapping_sets_keys_not_the_whole_section():
+    """--set memory={unit_tokens: 64} replaced the memory section, so the --config file's other memory
+    settings fell back to their defaults without a word."""
+    args = cli.build_parser().parse_args(["generate", "--set", "memory={unit_tokens: 64}", "hi"])
+    assert cli._overrides(args) == {"memory.unit_tokens": 64}
+
+
+def test_set_value_yaml_cannot_read_is_named_and_shortened():
+    args = cli.build_parser().parse_args(["generate", "--set", "decoding.seed=" + "9" * 100_000, "hi"])
+    with pytest.raises(SystemExit, match=r"--set 'decoding\.seed=9+' \(\.\.\. 100014 characters\): the value is not valid YAML") as e:
+        cli._overrides(args)
+    assert len(str(e.value)) < 600
+
+
+@pytest.mark.parametrize("flag,value,expect", [("--passage", " ", "--passage number 1 is empty"),
+                                               ("--passage-file", "/dev/null", "--passage-file /dev/null is empty")])
+def test_an_empty_passage_on_the_command_line_is_named_before_the_model_loads(monkeypatch, flag, value, expect):
+    loaded = []
+    monkeypatch.setattr(cli, "_load_ewe", lambda args: loaded.append(1))
+    with pytest.raises(SystemExit, match=expect):
+        cli.main(["generate", flag, value, "hi"])
+    assert loaded == []
+
+
+@pytest.mark.parametrize("manifest,expect", [
+    ("[]", "is not an ewe datastore manifest"),
+    ('{"format": "ewe-datastore", "format_version": "2"}', 'format_version must be an integer, got "2"'),
+    ('{"format": "ewe-datastore"}', r"is damaged or not ewe's: corpus \(missing\), chunking \(missing\)"),
+])
+def test_a_hostile_manifest_is_one_line(tmp_path, capsys, manifest, expect):
+    """A list gave an AttributeError traceback, a string version "'>' not supported between ...", missing
+    keys "ewe: error: 'embedder'"."""
+    (tmp_path / "manifest.json").write_text(manifest)
+    for cmd in (["index", "info", str(tmp_path)], ["index", "search", str(tmp_path), "Alpha"]):
+        assert cli.main(cmd) == 2
+        err = capsys.readouterr().err
+        assert re.search(expect, err), err
+        assert "Traceback" not in err
+
+
+def test_a_build_never_replaces_a_folder_holding_files_that_are_not_a_datastores(tmp_path):
+    """A folder with some other manifest.json (a web app's) was replaced whole: its files were lost."""
+    from ewe.retrieval.datastore import DatastoreError, _check_target
+
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "manifest.json").write_text('{"name": "my web app"}')
+    (web / "index.html").write_text("keep me")
+    with pytest.raises(DatastoreError, match="not an ewe datastore; refusing to replace it"):
+        _check_target(web)
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / "manifest.json").write_text('{"format": "ewe-datastore", "format_version": 1}')
+    (ds / "README").write_text("my notes")
+    with pytest.raises(DatastoreError, match=r"holds files that are not the datastore's \(README\)"):
+        _check_target(ds)
+    (ds / "README").unlink()
+    _check_target(ds)  # a datastore's own files alone: replaced
+
+
+def test_scoring_a_file_that_is_not_ewe_results_is_refused_before_out_is_made(tmp_path):
+    """A prompts file was scored as a method with F1 0, exit status 0."""
+    from ewe.eval.harness import score_files
+
+    prompts = _prompts_file(tmp_path, '{"id": "a", "prompt": "Tell me a bio of Marie Curie."}\n')
+    with pytest.raises(ValueError, match=r'p\.jsonl:1: a result line needs the generated "text"'):
+        score_files([prompts], tmp_path / "scored")
+    assert not (tmp_path / "scored").exists()
+
+
+def test_eval_run_names_a_dataset_that_does_not_exist_before_out_is_made(tmp_path):
+    """It said "--input nosuch: no such file", naming a flag eval run does not have, and left OUT behind."""
+    from ewe.eval.harness import EvalError, run_eval
+
+    with pytest.raises(EvalError, match=r"--datasets 'nosuch': not a named prompt set \(bio, objects\)"):
+        run_eval(["bare"], ["nosuch"], tmp_path / "ev")
+    assert not (tmp_path / "ev").exists()

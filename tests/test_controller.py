@@ -221,9 +221,116 @@ def test_retries_are_bounded_then_the_policy_decides(policy, kept):
     assert [c for c in checker.calls if c in WRONG][:3] == WRONG
     if kept:  # keep_best: all attempts have one unsupported claim, so the latest wins
         assert r.text == f"{A} {kept} {C}" and r.stats["backtracks"] == 2
-    else:  # dropped, written again (and dropped again) until the backtrack budget is spent
-        assert r.stats["backtracks"] == 5
+    else:  # dropped: the answer goes on from there with a first word none of the attempts had
+        assert r.stats["backtracks"] == 3 and not any(w in r.text for w in WRONG) and r.text.startswith(A)
+        assert r.token_ids[len(ids_of(A + " ")) - 1:][:1] != ids_of(WRONG[0])[:1]
     assert r.stats["decoded_tokens"] <= 4 * 120
+    assert r.stats["rejected_sentences"] == 1 and r.stats["rewritten_supported"] == 0
+
+
+def test_stop_ends_the_answer_before_a_sentence_no_attempt_could_fix():
+    checker = ScriptedChecker(false=set(WRONG))
+    r = make(new_wrong_birthplace_each_attempt(), checker, max_retries=2, on_retries_exhausted="stop").generate(PROMPT)
+    assert r.text.strip() == A and r.finish_reason == "eos" and r.stats["backtracks"] == 3
+    assert events(r, "backtrack")[-1]["why"] == "retries exhausted: the answer stops here"
+
+
+def test_keep_best_never_keeps_a_garbled_attempt():
+    garbled = "She was born on January 22, 189december 188ressing."
+    tok, visits = tiny_tokenizer(), [0]
+
+    def script(generated, units):
+        if tok.decode(generated) == f"{A} ":
+            visits[0] += 1
+        variant = [garbled, "She was born in Lyon."][min(visits[0], 2) - 1]
+        return text_script(fixed(f"{A} {variant} {C}"))(generated, units)
+
+    checker = ScriptedChecker(false={"She was born in Lyon.", "She was born in Nice."})  # the garbled one "passes"
+    checker.false.add(garbled)
+    r = make(script, checker, max_retries=1, on_retries_exhausted="keep_best").generate(PROMPT)
+    assert garbled not in r.text and "Lyon" in r.text  # both have one unsupported claim: the readable one stays
+
+
+CHOICE = "She was born in"
+
+
+def choose_birthplace(p_wrong=0.6, other=B_RIGHT):
+    """Greedy writes the wrong birthplace; a sampled row often writes `other` (the right one)."""
+    tok = tiny_tokenizer()
+    wrong, right = (text_script(fixed(f"{A} {b} {C}")) for b in (B_WRONG, other))
+    at = len(ids_of(f"{A} "))
+    while ids_of(f"{A} {B_WRONG}")[at] == ids_of(f"{A} {other}")[at]:
+        at += 1  # the first token where the two sentences part
+
+    def script(generated, units):
+        if len(generated) == at and generated == ids_of(f"{A} {B_WRONG}")[:at]:
+            w, r = ids_of(f"{A} {B_WRONG}")[at], ids_of(f"{A} {other}")[at]
+            return {w: p_wrong, r: 0.98 - p_wrong}
+        for s in (wrong, right):
+            token, p = s(generated, units)
+            if token != tok.eos_token_id or len(generated) >= len(ids_of(f"{A} {other} {C}")):
+                return token, p
+        return tok.eos_token_id, 0.9
+
+    return script
+
+
+def test_a_candidate_that_repeats_the_answer_is_never_kept():
+    checker = ScriptedChecker(false={B_WRONG})  # the repeat would pass its check
+    r = make(choose_birthplace(other=A), checker, rewrite_candidates=6, max_retries=1).generate(PROMPT)
+    cand = events(r, "candidates")[0]
+    assert {c["verdict"] for c in cand["candidates"]} == {"repeats the answer"} and cand["chosen"] is None
+    assert r.text.count(A) == 1 and A not in checker.calls[1:]  # the repeat is never judged
+
+
+def test_candidate_rewrites_are_judged_together_and_a_supported_one_is_kept():
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(choose_birthplace(), checker, rewrite_candidates=6, max_retries=1).generate(PROMPT)
+    assert r.text == f"{A} {B_RIGHT} {C}"
+    cand = events(r, "candidates")[0]
+    texts = [c["text"] for c in cand["candidates"]]
+    assert cand["chosen"] == B_RIGHT and B_RIGHT in texts and B_WRONG not in texts  # an earlier attempt is not judged again
+    assert r.stats["rejected_sentences"] == 1 and r.stats["rewritten_supported"] == 1
+    assert r.stats["candidates_decoded"] == 6 and r.stats["candidates_judged"] == len(texts)
+    kept = [s for s in r.sentences if s["text"] == B_RIGHT][0]
+    assert kept["checked"] and kept["needs_rewrite"] is False and kept["failed_attempts"] == 1
+    assert kept["verdict"] == "supported" and kept["evidence"] == [
+        {"title": "Supporting page", "source_id": "", "start": None, "end": None, "score": 0.9, "claim": B_RIGHT}]
+    first = r.sentences[0]  # checked by a pause, not a candidate: the same record
+    assert first["text"] == A and first["verdict"] == "supported" and first["evidence"][0]["claim"] == A
+    assert checker.calls.count(B_RIGHT) == 1  # judged once, as a candidate: not checked again when written
+
+
+def test_evidence_from_a_datastore_cites_its_place_in_the_source():
+    from ewe.retrieval.datastore import Hit
+    from ewe.retrieval.evidence import hit_to_evidence
+
+    e = hit_to_evidence(Hit(7, 0.5, "Paris: the capital.", "Paris", "wiki:Paris", 120, 133, body_start=7))
+    assert e.cite() == {"title": "Paris", "source_id": "wiki:Paris#7", "start": 120, "end": 133, "score": 0.5}
+
+
+def test_one_greedy_candidate_is_the_papers_rewrite():
+    """rewrite_candidates=1 (the default) decodes no batch: the rewrite is the model's greedy one."""
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(choose_birthplace(), checker, max_retries=1).generate(PROMPT)
+    assert r.stats["candidates_decoded"] == 0 and not events(r, "candidates")
+    assert B_RIGHT not in r.text  # the greedy rewrite writes the wrong birthplace again
+
+
+def test_feedback_in_the_prompt_reaches_the_candidates_as_text():
+    tok = tiny_tokenizer()
+
+    def script(generated, units, prompt):
+        text = tok.decode(prompt)
+        before = ids_of(text.rsplit("assistant\n", 1)[1])  # the candidates' prompt ends with the answer so far
+        knows = "Evidence against" in text or B_RIGHT in tok.decode(before + generated)
+        return text_script(fixed(f"{A} {B_RIGHT if knows else B_WRONG} {C}"))(before + generated, units)
+
+    script.wants_prompt = True
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(script, checker, feedback_placement="prompt", max_retries=1).generate(PROMPT)
+    assert r.text == f"{A} {B_RIGHT} {C}" and r.memory["feedback"] == []  # in the prompt, not in memory
+    assert events(r, "candidates")[0]["placement"] == "prompt"
 
 
 def test_a_rewrite_identical_to_an_earlier_attempt_ends_the_retries():

@@ -77,6 +77,35 @@ def test_truncate_then_decode_equals_fresh_run(model, state):
         session.truncate(0)
 
 
+def test_branch_rows_equal_a_fresh_prefill_each_and_leave_the_source_untouched(model, state):
+    """Candidates branch from the cropped cache: each row decodes as a fresh run of the kept text would."""
+    _, session = run(model, state, "fused", prompt_ids(), steps=8)
+    before = (session.tokens.clone(), session.cache.get_seq_length())
+    keep = prompt_ids().shape[1] + 3
+    rows_state = MemoryState.from_rows([[*state_units(model)]] * 3)
+    branch, logits = session.branch(keep, 3, rows_state)
+    assert logits.shape[0] == 3 and branch.length == keep and branch.cache.get_seq_length() == keep
+    fresh_session = DecodingSession(model, state, M, "fused")
+    fresh = fresh_session.prefill(session.tokens[:, :keep])
+    for row in range(3):
+        torch.testing.assert_close(logits[row : row + 1], fresh, atol=1e-5, rtol=1e-5)
+    nxt = torch.tensor([5, 9, 11])  # each row its own token
+    stepped = branch.step(nxt)
+    for row, tok in enumerate(nxt.tolist()):
+        one = DecodingSession(model, state, M, "fused")
+        one.prefill(session.tokens[:, :keep])
+        torch.testing.assert_close(stepped[row : row + 1], one.step(torch.tensor([tok])), atol=1e-5, rtol=1e-5)
+    assert torch.equal(session.tokens, before[0]) and session.cache.get_seq_length() == before[1]
+    with pytest.raises(ValueError, match="branch length"):
+        session.branch(0, 2)
+
+
+def state_units(model):
+    memory = WorkingMemory(UnitEncoder(model, tiny_tokenizer(), M), retrieval_units=3, feedback_units=0)
+    memory.add(PASSAGES)
+    return memory.units
+
+
 def test_memory_refresh_keeps_context_cache(model, state):
     """The paper's behaviour: new memory affects the tokens after the refresh, without re-encoding the context."""
     _, session = run(model, None, "fused", prompt_ids(), steps=3)

@@ -17,17 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
+from ..argtypes import positive_int
+
 DEFAULT_FACTORIES = ["Flat", "HNSW32", "IVF64,Flat", "IVF64,PQ16"]
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--factory", action="append", dest="factories",
                    help=f"FAISS index to compare (repeatable; default {' '.join(DEFAULT_FACTORIES)})")
-    p.add_argument("--queries", type=int, default=200, help="number of queries")
-    p.add_argument("-k", type=int, default=10, help="results per query (recall@k)")
-    p.add_argument("--chunk-tokens", type=int, default=None, help="datastore chunk size (default 128)")
+    p.add_argument("--queries", type=positive_int, default=200, help="number of queries")
+    p.add_argument("-k", type=positive_int, default=10, help="results per query (recall@k)")
+    p.add_argument("--chunk-tokens", type=positive_int, default=None, help="datastore chunk size (default 128)")
     p.add_argument("--tokenizer", default="embedded", help='"embedded" (SmolLM2) or a local tokenizer folder')
-    p.add_argument("--faiss-threads", type=int, help="faiss.omp_set_num_threads for the run (default: FAISS's own)")
+    p.add_argument("--faiss-threads", type=positive_int, help="faiss.omp_set_num_threads for the run (default: FAISS's own)")
     p.add_argument("--json", help="also write the results to this JSON file")
 
 

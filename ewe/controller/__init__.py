@@ -4,6 +4,7 @@
     schedule.py   PauseSchedule: interval (T_r, T_v) and confidence (entropy, min-prob) triggers
     feedback.py   fact-check outcome -> feedback messages for the feedback pool (table 4 forms)
     trace.py      Trace: every event as JSON-ready data; render() for people
+    rewrites.py   candidate rewrites: N decoded as one batch branched from the cropped cache
     controlled_run.py  ControlledRun: the loop's hook that pauses, refreshes, checks, backtracks
     method.py     EWEMethod: the method "ewe" (plain decoding, or the controlled run per prompt)
 """

@@ -7,12 +7,13 @@ see a refreshed memory, while the context already in the cache is kept (the pape
 refresh, docs/DESIGN.md section 2). A sentence that fails its check is removed by cropping
 the cache to its first token, the checker's feedback enters the feedback pool, and the
 sentence is written again; retries per sentence and backtracks per prompt are bounded.
+With `rewrite_candidates` > 1 each retry decodes that many rewrites as one batch and the
+checker picks among them (rewrites.py).
 """
 from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
 
 import torch
 
@@ -21,20 +22,10 @@ from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.types import UNSUPPORTED
 from .feedback import feedback_messages
+from .rewrites import Attempt, decode_candidates, looks_garbled
 from .schedule import PauseSchedule
 from .sentences import Sentence, SentenceTracker
 from .trace import Trace, check_event
-
-
-@dataclass
-class Attempt:
-    """One written version of the sentence starting at a given token."""
-
-    tokens: list[int]
-    logprobs: list[float]
-    entropies: list[float]
-    text: str
-    unsupported: int
 
 
 class ControlledRun(Hook):
@@ -62,10 +53,12 @@ class ControlledRun(Hook):
         self.checks: dict[tuple[int, str], dict] = {}  # last check of each (start, text)
         self.backtracks = 0
         self.decoded = 0
-        self.seconds = {"retrieve": 0.0, "encode": 0.0, "check": 0.0}
+        self.seconds = {"retrieve": 0.0, "encode": 0.0, "check": 0.0, "rewrite": 0.0}
         self.retrieved: list[dict] = []
         self.initial_passages = passages
         self.in_prompt: set[str] = set()  # passages the prompt already holds as text: never a unit as well
+        self.banned: dict[int, set[int]] = {}  # answer position -> first tokens of dropped sentences
+        self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
 
     # -- memory ------------------------------------------------------------------------
 
@@ -130,6 +123,8 @@ class ControlledRun(Hook):
             self.trace.add("retries_exhausted", policy="keep (backtrack budget spent)", kept=sentence.text,
                            attempts=len(history))
             return None
+        if self.candidate_rewrites:
+            return self._rewrite_from_candidates(sentence.start, history, feedback)
         if feedback:
             self._add_units([f["text"] for f in feedback], "feedback",
                             [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
@@ -137,22 +132,99 @@ class ControlledRun(Hook):
         if len(history) <= self.cfg.max_retries and repeated is None:
             self.rewriting = sentence.start
             return self._backtrack(sentence.start, "unsupported claims", len(history), feedback)
+        why = f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up"
+        return self._give_up(sentence.start, history, feedback, why)
+
+    def _give_up(self, start: int, history: list[Attempt], feedback: list[dict], why: str) -> Rewind | None:
+        """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`."""
         policy = self.cfg.on_retries_exhausted
-        if policy == "drop":
-            self.trace.add("retries_exhausted", policy="drop", kept="", attempts=len(history),
-                           why=f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up")
-            return self._backtrack(sentence.start, "retries exhausted: dropped", len(history), feedback)
+        if policy in ("drop", "stop"):
+            self.trace.add("retries_exhausted", policy=policy, kept="", attempts=len(history), why=why)
+            if policy == "stop":
+                rewind = self._backtrack(start, "retries exhausted: the answer stops here", len(history), [])
+                rewind.end = True
+                return rewind
+            self.banned.setdefault(start, set()).update(a.tokens[0] for a in history if a.tokens)
+            return self._backtrack(start, "retries exhausted: dropped", len(history), feedback)
         best = history[-1]
         if policy == "keep_best":
-            best = min(reversed(history), key=lambda a: a.unsupported)  # ties: the latest attempt
-        self.settled.add((sentence.start, tuple(best.tokens)))
+            readable = [a for a in history if not looks_garbled(a.text)] or history
+            best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
+        self.settled.add((start, tuple(best.tokens)))
         self.trace.add("retries_exhausted", policy=policy, kept=best.text, attempts=len(history),
-                       unsupported=[a.unsupported for a in history],
-                       why=f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up")
-        if best is history[-1]:
+                       unsupported=[a.unsupported for a in history], why=why)
+        if best is history[-1] and tuple(best.tokens) == tuple(self.tracker.tokens[start:start + len(best.tokens)]):
             return None
-        return self._backtrack(sentence.start, "retries exhausted: restoring the best attempt", len(history), [],
+        return self._backtrack(start, "retries exhausted: restoring the best attempt", len(history), [],
                                restore=best)
+
+    def _rewrite_from_candidates(self, start: int, history: list[Attempt], feedback: list[dict]) -> Rewind | None:
+        """Up to max_retries rounds of `rewrite_candidates` rewrites judged together (rewrites.py)."""
+        cfg = self.cfg
+        context = self.tracker.decode(0, start)
+        in_prompt = list(self.in_prompt) if self.runtime.config.retrieval.in_prompt else []
+        placed: list[str] = []  # feedback passages given to the candidates as prompt text
+        for round_ in range(1, cfg.max_retries + 1):
+            if cfg.feedback_placement == "memory" and feedback:
+                self._add_units([f["text"] for f in feedback], "feedback",
+                                [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
+            elif feedback:
+                placed += [f["text"] for f in feedback if f["form"] != "instruction" and f["text"] not in placed]
+            t0 = time.perf_counter()
+            found, tokens = decode_candidates(
+                self.runtime, self.session, self.prompt_len, self.tracker, start, self.memory,
+                cfg.rewrite_candidates, self.candidate_sampler, cfg.rewrite_max_tokens,
+                prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
+                system_prompt=self.dec.system_prompt, prompt=self.prompt)
+            self.seconds["rewrite"] += time.perf_counter() - t0
+            self.candidates["decoded"] += len(found)
+            self.candidates["tokens"] += tokens
+            tried = {tuple(a.tokens) for a in history}
+            fresh, judged = [], []
+            for c in found:
+                if tuple(c.tokens) not in tried:
+                    tried.add(tuple(c.tokens))
+                    fresh.append(c)
+            written = {_norm(x.text) for x in self.tracker.sentences if x.end <= start}
+            for c in fresh:
+                if _norm(c.text) in written:  # a sentence the answer already has adds nothing: never kept
+                    judged.append((c, None, False))
+                    continue
+                t0 = time.perf_counter()
+                c_check = self.checker.check_sentence(c.text, context=context, prompt=self.prompt)
+                self.seconds["check"] += time.perf_counter() - t0
+                c.unsupported = len(c_check.nonfactual_claims)
+                judged.append((c, c_check, not self._needs_rewrite(c_check) and not looks_garbled(c.text)))
+            self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
+            passing = [(c, chk) for c, chk, ok in judged if ok]
+            chosen = max(passing, key=lambda p: p[0].mean_logprob) if passing else None
+            self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
+                           candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
+                                        "unsupported": c.unsupported,
+                                        "garbled": looks_garbled(c.text), "mean_logprob": round(c.mean_logprob, 4)}
+                                       for c, chk, _ in judged],
+                           chosen=chosen[0].text if chosen else None)
+            if chosen is not None:
+                c, c_check = chosen
+                self.settled.add((start, tuple(c.tokens)))
+                self.checks[(start, c.text)] = {**check_event(c_check), "needs_rewrite": False, "candidate": True}
+                return self._backtrack(start, "a candidate rewrite passed its check", len(history), feedback,
+                                       restore=c)
+            checked = [(c, chk) for c, chk, _ in judged if chk is not None]
+            history += [c for c, _ in checked]  # what keep_best may fall back on
+            if not checked:
+                break  # every candidate repeated an earlier attempt or the answer (or none completed)
+            closest = min(checked, key=lambda j: j[0].unsupported)[1]
+            feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
+        return self._give_up(start, history, feedback, "no candidate passed")
+
+    def logits(self, loop: TokenLoop, logits: torch.Tensor) -> torch.Tensor:
+        """After `drop`, the answer goes on at that point with a first token no dropped attempt had."""
+        banned = self.banned.get(len(self.tracker.tokens))
+        if banned:
+            logits = logits.clone()
+            logits[:, list(banned)] = float("-inf")
+        return logits
 
     # -- pauses ---------------------------------------------------------------------------
 
@@ -240,6 +312,9 @@ class ControlledRun(Hook):
         state = self.memory.state() if len(self.memory) else None
         self.session = DecodingSession(rt.model, state, offset, rt.config.model.attention_impl)
         self.retry_sampler = None
+        self.candidate_rewrites = self.cfg.rewrite_candidates > 1 or self.cfg.feedback_placement == "prompt"
+        self.candidate_sampler = Sampler(self.cfg.candidate_temperature, self.cfg.retry_top_p,
+                                         (dec.seed or 0) + 2, greedy_rows=1)
         if self.cfg.retry_temperature is not None:
             seed = None if dec.seed is None else dec.seed + 1
             self.retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p,
@@ -257,13 +332,16 @@ class ControlledRun(Hook):
         total = time.perf_counter() - t_start
         self.trace.add("finish", reason=finish, new_tokens=len(t.tokens), decoded_tokens=self.decoded,
                        backtracks=self.backtracks)
-        sentences = []
+        sentences, rewritten = [], 0
         cut_off = t.unfinished()
         for s in t.sentences + ([cut_off] if cut_off else []):
             check = self.checks.get((s.start, s.text))
             sentences.append({**s.describe(), "checked": check is not None,
                               "needs_rewrite": check["needs_rewrite"] if check else None,
+                              "verdict": check["verdict"] if check else None,
+                              "evidence": _support(check),
                               "failed_attempts": len(self.attempts.get(s.start, []))})
+            rewritten += bool(sentences[-1]["failed_attempts"] and check and not check["needs_rewrite"])
         tr = self.trace
         stats = ControlledStats(
             prompt_tokens=self.prompt_len,
@@ -276,11 +354,17 @@ class ControlledRun(Hook):
             failed_checks=sum(1 for e in tr.events if e["type"] == "check" and e["needs_rewrite"]),
             errored_checks=sum(1 for e in tr.events if e["type"] == "check" and e.get("verdict") == "error"),
             backtracks=self.backtracks,
+            rejected_sentences=len(self.attempts),
+            rewritten_supported=rewritten,
+            candidates_decoded=self.candidates["decoded"],
+            candidates_judged=self.candidates["judged"],
+            candidate_tokens=self.candidates["tokens"],
             memory_units=len(self.memory),
             memory_bytes=self.memory.footprint()["bytes"],
             retrieve_s=round(self.seconds["retrieve"], 4),
             encode_s=round(self.seconds["encode"], 4),
             check_s=round(self.seconds["check"], 4),
+            rewrite_s=round(self.seconds["rewrite"], 4),
             total_s=round(total, 4),
             prefill_s=round(self.prefill_s, 4),
             decode_s=round(total - sum(self.seconds.values()) - self.prefill_s, 4),
@@ -297,3 +381,23 @@ class ControlledRun(Hook):
             trace=tr.to_list(),
             sentences=sentences,
         )
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _support(check: dict | None) -> list[dict]:
+    """The passages (title, source, offsets, score) behind the supported claims of a check."""
+    if not check:
+        return []
+    seen, out = set(), []
+    for v in check["verdicts"]:
+        if v["label"] == "supported":
+            for e in v["evidence"][:1]:  # the best passage per claim: the one the judge read first
+                cite = {k: e[k] for k in ("title", "source_id", "start", "end", "score") if k in e}
+                key = (cite.get("source_id"), cite.get("start"))
+                if key not in seen:
+                    seen.add(key)
+                    out.append({**cite, "claim": v["claim"]})
+    return out

@@ -1,7 +1,8 @@
 """Which generated tokens form complete sentences.
 
 The segmenter is pysbd (via verify.text); a sentence counts as complete only once the
-next one has begun (or decoding ended), since "Dr." or "3." may still continue. Only
+next one has begun after whitespace (or decoding ended), since "Dr." or "3." may still
+continue, and the same text fed token by token or at once gives the same sentences. Only
 the text after the last complete sentence is re-segmented, and only when it holds a
 sentence-ending character followed by more text, so the per-token cost stays small.
 """
@@ -92,6 +93,13 @@ class SentenceTracker:
         return Sentence(start, len(self.tokens), self.decode(start).strip(), self.logprobs[start:],
                         self.entropies[start:], complete=False)
 
+    def prefix(self, length: int) -> "SentenceTracker":
+        """A new tracker holding only the first `length` tokens and the sentences within them."""
+        out = SentenceTracker(self.tokenizer)
+        out.tokens, out.logprobs, out.entropies = self.tokens[:length], self.logprobs[:length], self.entropies[:length]
+        out.sentences = [s for s in self.sentences if s.end <= length]
+        return out
+
     def truncate(self, length: int) -> str:
         """Keep the first `length` tokens; return the removed text."""
         removed = self.decode(length)
@@ -105,10 +113,14 @@ class SentenceTracker:
         if start >= len(self.tokens):
             return []
         tail = self.decode(base)
-        if not final and not _MAYBE_BOUNDARY.search(tail):
-            return []
+        if not final and (not _MAYBE_BOUNDARY.search(tail) or tail.endswith("\ufffd")):
+            return []  # no boundary yet, or a character whose bytes are still arriving
         spans = sentence_spans(tail)
         done = spans if final else spans[:-1]
+        if not final:  # decoding goes on: a sentence ends only where whitespace parts it from the next
+            # ("waited.." may still become "waited...", which pysbd splits differently)
+            parted = next((i for i in range(len(done)) if spans[i + 1][0] <= spans[i][1]), len(done))
+            done = done[:parted]
         new = []
         for i, (a, b) in enumerate(done):
             if final and i == len(done) - 1:

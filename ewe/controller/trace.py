@@ -10,7 +10,7 @@ import json
 import textwrap
 import time
 
-EVENT_TYPES = ("retrieve", "pause", "check", "backtrack", "retries_exhausted", "memory", "finish", "error",
+EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries_exhausted", "memory", "finish", "error",
                # the CoVe baseline's stages (ewe/methods/cove.py)
                "cove_baseline", "cove_questions", "cove_answer", "cove_check", "cove_revise",
                # Streaming-VR and Full-VR (ewe/methods/verify_refine.py)
@@ -68,7 +68,7 @@ def check_event(check) -> dict:
                 "score": round(v.score, 4),
                 "error": v.error,
                 "rationale": v.rationale,
-                "evidence": [{"title": e.title, "score": round(float(e.score), 4), "text": e.text} for e in v.evidence[:2]],
+                "evidence": [{**e.cite(), "text": e.text} for e in v.evidence[:2]],
                 **({"details": v.details} if v.details else {}),  # the ITA backend's tree of sub-claims
             }
             for v in check.verdicts
@@ -114,6 +114,13 @@ def render(events: list[dict], width: int = 100) -> str:
             for v in e["verdicts"]:
                 if (v.get("details") or {}).get("tree"):
                     out.extend(_tree_lines(v["details"]["tree"], width, "      tree: "))
+        elif kind == "candidates":
+            say(f"{at} {e['decoded']} candidate rewrite(s), round {e['round']} (feedback in {e['placement']}): "
+                + (f"kept: {e['chosen']}" if e["chosen"] else "none passed"))
+            for c in e["candidates"]:
+                mark = "garbled" if c["garbled"] else c["verdict"]
+                out.append(textwrap.fill(f"[{mark}] {c['text']}", width, initial_indent="        ",
+                                         subsequent_indent="          "))
         elif kind == "backtrack":
             say(f"{at} backtrack #{e['attempt']} ({e['why']}): removed {e['removed_tokens']} tokens",
                 f"removed: {e['removed_text'].strip()}")

@@ -5,8 +5,9 @@ end of sequence, the token budget, and each token's log-probability and entropy.
 method adds plugs in as a `Hook` that sees each step and answers: go on (None), adjust
 these logits, use another sampler, or `Rewind`: cut the answer back to a token and go on
 from there (the hook has already put the new memory in place), optionally feeding given
-tokens first and optionally ending the answer with them. EWE's controller, Streaming-VR
-and FLARE are hooks; plain and batched decoding run it with none.
+tokens first and optionally ending the answer with them; or `Stop` a row of a batch.
+EWE's controller, its candidate rewrites, Streaming-VR and FLARE are hooks; plain and
+batched decoding run it with none.
 
 Rows of a batch decode together; a row that stopped is fed a stop token (its output no
 longer grows) so the batch stays rectangular. Rewinding crops the shared cache, so it
@@ -73,6 +74,13 @@ class Rewind:
     end: bool = False
 
 
+@dataclass
+class Stop:
+    """End this row here: its record keeps what it has (a batch of candidates ends row by row)."""
+
+    reason: str = "stop"
+
+
 class Hook:
     """What a method plugs into the loop; every answer defaults to "go on"."""
 
@@ -87,7 +95,7 @@ class Hook:
     def on_step(self, loop: "TokenLoop") -> None:
         """A token was sampled (`loop.decoded` counts them, discarded ones included)."""
 
-    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | None:
+    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Stop | None:
         """`token` joined the answer of `row`; `completed`: what the row's record reports it completed."""
         return None
 
@@ -117,15 +125,26 @@ class TokenLoop:
         self.prefill_s = 0.0
         self.model_s = 0.0  # prefill, forward passes and sampling
 
-    def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> list:
-        """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records."""
+    def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None, copies: int = 1,
+            memory_state=None) -> list:
+        """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records.
+
+        copies: a one-row prompt is prefilled once and decoded as `copies` rows, each then
+        reading `memory_state` (candidates that share a prompt)."""
         t0 = time.perf_counter()
         logits = self.session.prefill(input_ids, valid)
+        if copies > 1:
+            self.session.repeat_rows(copies, memory_state)
+            logits = logits.repeat(copies, 1)
         self.prefill_s = time.perf_counter() - t0
         self.model_s += self.prefill_s
-        self.prompt_len = input_ids.shape[1]
+        return self.run_from(logits, input_ids.shape[1])
+
+    def run_from(self, logits: torch.Tensor, prompt_len: int) -> list:
+        """Decode from a session already holding `prompt_len` tokens per row, `logits` [B, V] next."""
+        self.prompt_len = prompt_len
         if self.records is None:
-            self.records = [Continuation() for _ in range(input_ids.shape[0])]
+            self.records = [Continuation() for _ in range(logits.shape[0])]
         self.reasons = [None] * len(self.records)
         while logits is not None:
             logits = self._advance(logits)
@@ -171,6 +190,9 @@ class TokenLoop:
                 if (rewound := self._end(row, "eos")) is not None:
                     return rewound
             elif (action := self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent))) is not None:
+                if isinstance(action, Stop):
+                    self.reasons[row] = action.reason
+                    continue
                 rewound = self.apply(action)
                 if rewound is None:
                     self.reasons[row] = "eos"  # the hook's text ended the answer

@@ -12,9 +12,10 @@ class Sampler:
     so confidence measures stay comparable across decoding settings.
     """
 
-    def __init__(self, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None):
+    def __init__(self, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None, greedy_rows: int = 0):
         self.temperature = temperature
         self.top_p = top_p
+        self.greedy_rows = greedy_rows  # rows 0..greedy_rows-1 always take the argmax (candidate sets keep a greedy one)
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -29,16 +30,22 @@ class Sampler:
         if self.temperature == 0:
             ids = logits.argmax(dim=-1)
         else:
-            probs = torch.softmax(logits / self.temperature, dim=-1)
+            # scaled in float64 after subtracting the maximum: a tiny temperature then tends to greedy
+            # (the top logit stays 0, the rest go to -inf) instead of inf - inf
+            shifted = (logits - logits.max(dim=-1, keepdim=True).values).double()
+            probs = torch.softmax(shifted / self.temperature, dim=-1)
             if self.top_p < 1.0:
                 probs = self._nucleus(probs)
             ids = torch.multinomial(probs.cpu(), 1, generator=self.generator).squeeze(-1).to(logits.device)
+            if self.greedy_rows:
+                ids[: self.greedy_rows] = logits[: self.greedy_rows].argmax(dim=-1)
         return ids, logprobs.gather(-1, ids[:, None]).squeeze(-1), entropy
 
     def _nucleus(self, probs: torch.Tensor) -> torch.Tensor:
         sorted_p, order = probs.sort(dim=-1, descending=True)
         # keep the smallest prefix whose mass reaches top_p (the top token always stays)
         drop = sorted_p.cumsum(-1) - sorted_p >= self.top_p
+        drop[..., 0] = False  # even when top_p rounds to 0 in float32
         sorted_p = sorted_p.masked_fill(drop, 0.0)
         kept = torch.zeros_like(probs).scatter(-1, order, sorted_p)
         return kept / kept.sum(-1, keepdim=True)

@@ -6,6 +6,8 @@ fact-checking; the controller drives it through `prefill`, `step`, `truncate` an
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 from transformers import DynamicCache
 
@@ -102,6 +104,32 @@ class DecodingSession:
         last = self.tokens[:, length - 1]
         self.crop(length - 1)
         return self.step(last)
+
+    def repeat_rows(self, rows: int, memory_state=None) -> None:
+        """Make this one-row session `rows` identical rows reading `memory_state` (one row each)."""
+        if self.tokens is None or self.tokens.shape[0] != 1:
+            raise ValueError("repeat_rows needs a prefilled session of one row")
+        self.cache.batch_repeat_interleave(rows)
+        self.tokens = self.tokens.repeat(rows, 1)
+        self.valid = self.valid.repeat(rows, 1)
+        self.memory_state = memory_state
+
+    @torch.inference_mode()
+    def branch(self, length: int, rows: int, memory_state=None) -> tuple["DecodingSession", torch.Tensor]:
+        """`rows` copies of this one-row session's first `length` tokens, reading `memory_state`.
+
+        Returns the new session and the logits after its last token [rows, V] (that token
+        is run again, under the new memory, as `truncate` does). This session is untouched,
+        so candidates decoded on the branch share its prefix without recomputing it.
+        """
+        if not 1 <= length <= self.length:
+            raise ValueError(f"branch length={length} must be between 1 and the context length {self.length}")
+        out = DecodingSession(self.model, None, self.position_offset, self.attention_impl)
+        out.cache = copy.deepcopy(self.cache)
+        out.tokens, out.valid = self.tokens, self.valid
+        out.crop(length - 1)
+        out.repeat_rows(rows, memory_state)
+        return out, out.step(self.tokens[:, length - 1].repeat(rows))
 
     @torch.inference_mode()
     def set_memory(self, memory_state, reencode: bool = False) -> torch.Tensor | None:

@@ -18,8 +18,8 @@ from ..config import METHOD_SECTIONS, ConfigError, EWEConfig
 from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
-from ..data.prompt_sets import SUFFIX, load_prompts, write_prompts
-from .scorer import Scorer, apply_scores, in_loop_checker, score_dataset, summarize
+from ..data.prompt_sets import SETS, SUFFIX, load_prompts, write_prompts
+from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 METHODS = ("bare", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
@@ -136,6 +136,9 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
     """Generate, score and report; returns {"summaries", "sweeps", "report"}."""
     overrides = dict(overrides or {})
     configs = method_configs(methods, overrides)  # fail early
+    for ds in datasets:
+        if ds not in SETS and not Path(ds).is_file():
+            raise EvalError(f"--datasets {ds!r}: not a named prompt set ({', '.join(SETS)}) and no such JSONL file")
     loader = loader or Loader()
     out.mkdir(parents=True, exist_ok=True)
     prompt_files = {}
@@ -206,12 +209,14 @@ def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CON
                 dataset: str = "custom", K: int | None = None, use_articles: bool = True, progress: bool = True,
                 loader: Loader | None = None) -> dict:
     """`ewe eval score`: score results files (one method each, named by file stem) as one dataset."""
-    loader = loader or Loader()
-    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
-    out.mkdir(parents=True, exist_ok=True)
     names = [Path(r).stem for r in results]
     if len(set(names)) != len(names):
         raise ValueError(f"results files need distinct names (they name the methods): {names}")
+    for r in results:  # every file checked before the checker loads or --out is made
+        read_results(Path(r))
+    loader = loader or Loader()
+    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    out.mkdir(parents=True, exist_ok=True)
     runs = {name: scorer.check_file(Path(r), out / f"{name}.details.jsonl", name, dataset, progress)
             for name, r in zip(names, results)}
     K = score_dataset(runs, K)

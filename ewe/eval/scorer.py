@@ -78,7 +78,7 @@ class Scorer:
 
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
         """Check every response of `results` not yet in `details`; return all details lines."""
-        rows = _read_jsonl(results)
+        rows = read_results(results)
         with RecordLog(details) as log:
             todo = [r for r in rows if str(r["id"]) not in log.done]
             for row in tqdm(todo, desc=f"checking {method}/{dataset}", unit="response", disable=not progress):
@@ -155,11 +155,19 @@ def score_dataset(runs: dict[str, list[dict]], K: int | None = None) -> int:
     return K
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def read_results(path: Path) -> list[dict]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such results file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a file")
     rows = read_jsonl(path)
     for n, row in rows:
-        if not isinstance(row, dict) or "id" not in row or "prompt" not in row:
+        if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("prompt"), str):
             raise ValueError(f'{path}:{n}: a result line needs "id" and "prompt"')
+        if not isinstance(row.get("text"), str):
+            # a prompts file, an errors file or another tool's JSONL: scoring it would report F1 0
+            raise ValueError(f'{path}:{n}: a result line needs the generated "text" (a string); is this the output '
+                             "of ewe run / ewe generate --input?")
+    if not rows:
+        raise ValueError(f"{path}: no results in it")
     return [row for _, row in rows]

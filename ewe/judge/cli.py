@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..argtypes import command_group, positive_int
+from ..argtypes import command_group, non_negative_int, positive_float, positive_int, seed
 
 
 def cmd_data(args) -> int:
@@ -56,14 +56,14 @@ def add_judge_commands(sub) -> None:
     t = jsub.add_parser("train", help="train the judge's upper layers and head (seeded, resumable)")
     t.add_argument("--data", required=True, help="a folder written by `ewe judge data`")
     t.add_argument("--out", required=True, help="folder for judge.safetensors, manifest.json and checkpoints")
-    t.add_argument("--split", type=int, default=0,
+    t.add_argument("--split", type=non_negative_int, default=0,
                    help="MiniLM layers run on claim and passage apart (0, the shipped design: a plain cross-encoder)")
     t.add_argument("--trained-layers", type=positive_int, default=6, help="top layers trained (6: all, the shipped design)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=seed, default=0)
     t.add_argument("--epochs", type=positive_int, default=1)
     t.add_argument("--batch-size", type=positive_int, default=16)
-    t.add_argument("--lr", type=float, default=1e-4)
+    t.add_argument("--lr", type=positive_float, default=1e-4)
     t.add_argument("--max-train", type=positive_int, default=20000, help="train on N examples drawn (seeded) from train.jsonl")
     t.add_argument("--max-test", type=positive_int, default=4000, help="evaluate on N held-out examples")
     t.add_argument("--threads", type=positive_int, default=1,

@@ -24,7 +24,7 @@ class WorkingMemory:
         self.encoder = encoder
         self.pools = {"retrieval": MemoryPool("retrieval", retrieval_units), "feedback": MemoryPool("feedback", feedback_units)}
         self.version = 0
-        self._state: tuple[int, MemoryState] | None = None
+        self._state: tuple[tuple[int, int], MemoryState] | None = None
 
     @property
     def unit_tokens(self) -> int:
@@ -95,10 +95,10 @@ class WorkingMemory:
     def describe(self) -> dict:
         return {name: [u.describe() for u in p] for name, p in self.pools.items()}
 
-    def state(self) -> "MemoryState":
-        """The attention's view of the memory now (rebuilt only after a change)."""
-        if self._state is None or self._state[0] != self.version:
-            self._state = (self.version, MemoryState.from_rows([self.units]))
+    def state(self, rows: int = 1) -> "MemoryState":
+        """The attention's view of the memory now, for `rows` batch rows (rebuilt only after a change)."""
+        if self._state is None or self._state[0] != (self.version, rows):
+            self._state = ((self.version, rows), MemoryState.from_rows([self.units] * rows))
         return self._state[1]
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from ..argtypes import command_group, positive_int
+from ..argtypes import command_group, finite_float, positive_int
 
 EMBEDDED = "embedded"
 
@@ -40,7 +40,7 @@ def add_index_commands(subparsers) -> None:
     s.add_argument("out", help="datastore folder")
     s.add_argument("query", nargs="+", help="one or more queries")
     s.add_argument("-k", type=positive_int, default=5, help="results per query")
-    s.add_argument("--threshold", type=float, help="keep only hits scoring at least this")
+    s.add_argument("--threshold", type=finite_float, help="keep only hits scoring at least this")
     s.add_argument("--dedup", action="store_true", help="at most one passage per source document")
     s.add_argument("--json", action="store_true", help="one JSON object per hit")
     s.add_argument("--no-verify", action="store_true", help="skip the checksum check")

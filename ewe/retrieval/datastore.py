@@ -21,7 +21,6 @@ import mmap as _mmap
 import os
 import re
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from .chunking import DEFAULT_CHUNK_TOKENS, Chunk, Chunker, tokenizer_fingerprin
 from .chunking import tokenizer_name as _tokenizer_name
 from .corpus import Corpus, Document, read_corpus
 from .embedder import Embedder
+from .folders import commit, recover, work_dir
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ class Datastore:
         dim = emb.dimension
         _check_factory(dim, factory, len(chunks))  # fail before the slow part
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _work_dir(path)
+        tmp = work_dir(path)
         try:
             _write_passages(tmp / PASSAGES_FILE, chunks, first_id=0)
             t1 = time.perf_counter()
@@ -194,7 +194,7 @@ class Datastore:
                 },
             }
             _finish(tmp, manifest)
-            _commit(tmp, path)
+            commit(tmp, path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -224,6 +224,8 @@ class Datastore:
         import faiss
 
         path = Path(path).expanduser().absolute()
+        if not path.exists():
+            recover(path)  # a rebuild killed while swapping folders
         manifest = read_manifest(path)
         for name in DATA_FILES:
             if not (path / name).is_file():
@@ -364,7 +366,7 @@ class Datastore:
             raise DatastoreError("reindex writes a new folder; give a path other than the datastore's own")
         _check_target(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _work_dir(path)
+        tmp = work_dir(path)
         try:
             for name in (PASSAGES_FILE, EMBEDDINGS_FILE):
                 shutil.copyfile(self.path / name, tmp / name)
@@ -376,7 +378,7 @@ class Datastore:
             manifest.setdefault("build_seconds", {})["index"] = index_info.pop("seconds")
             manifest["updated"] = _now()
             _finish(tmp, manifest)
-            _commit(tmp, path)
+            commit(tmp, path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -416,7 +418,7 @@ class Datastore:
             return []
         chunks = Chunker(tokenizer, man["chunking"]["chunk_tokens"]).chunk_all(docs, progress=progress)
         old_n, dim = len(self), man["dimension"]
-        tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.tmp-", dir=self.path.parent))
+        tmp = work_dir(self.path)
         try:
             shutil.copyfile(self.path / PASSAGES_FILE, tmp / PASSAGES_FILE)
             _write_passages(tmp / PASSAGES_FILE, chunks, first_id=old_n, append=True)
@@ -436,7 +438,7 @@ class Datastore:
             manifest["counts"] = {"documents": man["counts"]["documents"] + len(docs), "passages": old_n + len(chunks)}
             manifest["updated"] = _now()
             _finish(tmp, manifest)
-            _commit(tmp, self.path)
+            commit(tmp, self.path)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -460,32 +462,24 @@ def read_manifest(path: str | os.PathLike) -> dict:
         manifest = json.loads(mf.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise DatastoreError(f"{mf}: invalid JSON ({e})") from None
-    if manifest.get("format") != FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DatastoreError(f"{mf} is not an ewe datastore manifest")
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise DatastoreError(f"{mf} has format version {manifest['format_version']}; this ewe reads up to {FORMAT_VERSION}")
+    version = manifest.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise DatastoreError(f"{mf}: format_version must be an integer, got {json.dumps(version)[:40]}")
+    if version > FORMAT_VERSION:
+        raise DatastoreError(f"{mf} has format version {version}; this ewe reads up to {FORMAT_VERSION}")
+    wrong = [f"{key} (not {kind.__name__})" if key in manifest else f"{key} (missing)"
+             for key, kind in _MANIFEST_FIELDS.items()
+             if not isinstance(manifest.get(key), kind) or isinstance(manifest.get(key), bool)]
+    if wrong:
+        raise DatastoreError(f"{mf} is damaged or not ewe's: {', '.join(wrong)}; rebuild it with `ewe index build`")
     return manifest
 
 
-def _work_dir(path: Path) -> Path:
-    """A fresh `.NAME.tmp-PID-*` folder beside `path` to build in (renamed into place when done).
-    Folders of earlier builds whose process is gone (killed) are removed first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{path.name}.tmp-*"):
-        pid = stale.name[len(f".{path.name}.tmp-"):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+# what every reader of a manifest uses (all written since the first format version)
+_MANIFEST_FIELDS = {"corpus": list, "chunking": dict, "embedder": dict, "dimension": int, "index": dict,
+                    "counts": dict, "files": dict}
 
 
 def sha256_file(path: Path) -> str:
@@ -521,28 +515,26 @@ def _finish(tmp: Path, manifest: dict) -> None:
 
 
 def _check_target(path: Path) -> None:
+    """A build replaces the whole folder: only an empty one, or an ewe datastore holding nothing
+    but its own files, may be replaced (a folder that merely has some manifest.json, such as a
+    web app's, or a datastore someone put notes in, is refused: its other files would be lost)."""
     if path.exists():
         if not path.is_dir():
             raise DatastoreError(f"{path} exists and is not a folder")
-        if any(path.iterdir()) and not (path / MANIFEST_FILE).is_file():
+        entries = sorted(p.name for p in path.iterdir())
+        if not entries:
+            return
+        try:
+            manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise DatastoreError(f"{path} is a non-empty folder that is not an ewe datastore; refusing to replace it")
-
-
-def _commit(tmp: Path, path: Path) -> None:
-    """Put the finished folder `tmp` at `path`. A folder cannot be os.replace'd over a
-    non-empty one, so an old datastore is first renamed aside, then removed."""
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-        os.replace(path, old / "ds")
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        if old is not None:
-            os.replace(old / "ds", path)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        foreign = [n for n in entries if n not in (MANIFEST_FILE, *DATA_FILES)]
+        if foreign:
+            raise DatastoreError(f"{path} holds files that are not the datastore's ({', '.join(foreign[:5])}"
+                                 f"{', ...' if len(foreign) > 5 else ''}); a rebuild replaces the whole folder: "
+                                 "move them, or choose another folder")
 
 
 def _write_passages(file: Path, chunks: list[Chunk], first_id: int, append: bool = False) -> None:

@@ -10,7 +10,8 @@ from .datastore import Datastore, Hit
 
 
 def hit_to_evidence(hit: Hit) -> Evidence:
-    return Evidence(text=hit.text, title=hit.title, score=float(hit.score), source_id=f"{hit.source_id}#{hit.id}")
+    return Evidence(text=hit.text, title=hit.title, score=float(hit.score), source_id=f"{hit.source_id}#{hit.id}",
+                    start=hit.start, end=hit.end)
 
 
 class DatastoreEvidence:

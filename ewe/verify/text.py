@@ -21,11 +21,16 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False, char_span=True)
 
 
+# U+001C..U+001F are whitespace to `re` but not to int(): pysbd's numbered-list scan raises
+# ValueError on "\x1f3. ". Spaces in their place keep every offset.
+_INFO_SEPARATORS = str.maketrans(dict.fromkeys(map(ord, "\x1c\x1d\x1e\x1f"), " "))
+
+
 @functools.lru_cache(maxsize=20000)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each sentence in `text`, trailing whitespace excluded."""
     spans = []
-    for s in _segmenter().segment(text):
+    for s in _segmenter().segment(text.translate(_INFO_SEPARATORS)):
         start, end = s.start, s.end
         while end > start and text[end - 1].isspace():
             end -= 1

@@ -33,12 +33,20 @@ class Claim:
 
 @dataclass
 class Evidence:
-    """A passage offered as evidence. `score` is the retriever's (or 1.0 when given)."""
+    """A passage offered as evidence. `score` is the retriever's (or 1.0 when given); `start`,
+    `end`: where the passage lies in its source document (characters), when it came from a datastore."""
 
     text: str
     title: str = ""
     score: float = 1.0
     source_id: str = ""
+    start: Optional[int] = None
+    end: Optional[int] = None
+
+    def cite(self) -> dict:
+        """Where the passage comes from, without its text: title, source, offsets, score."""
+        return {"title": self.title, "source_id": self.source_id, "start": self.start, "end": self.end,
+                "score": round(float(self.score), 4)}
 
     def premise(self) -> str:
         """The passage as a judge reads it: prefixed by its title unless it already opens with it."""
