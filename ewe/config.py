@@ -385,6 +385,9 @@ class EWEConfig(_Section):
             raise ConfigError(f"{where}: not valid YAML: {problem}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections")
+        if not data:  # an empty file is a mistake more often than a wish for every default
+            raise ConfigError(f"{path}: holds no settings; leave out --config for the defaults, "
+                              "or start from a file in configs/")
         try:
             return cls.build(data, **overrides)
         except ConfigError as e:

@@ -534,3 +534,13 @@ def test_eval_run_names_a_dataset_that_does_not_exist_before_out_is_made(tmp_pat
     with pytest.raises(EvalError, match=r"--datasets 'nosuch': not a named prompt set \(bio, objects\)"):
         run_eval(["bare"], ["nosuch"], tmp_path / "ev")
     assert not (tmp_path / "ev").exists()
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "{}\n"])
+def test_an_empty_config_file_is_refused(tmp_path, text):
+    from ewe.config import ConfigError, EWEConfig
+
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="empty.yaml: holds no settings; leave out --config for the defaults"):
+        EWEConfig.from_yaml(path)

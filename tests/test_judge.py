@@ -248,6 +248,10 @@ class _FakeJudge:
 
     spec = JudgeSpec()
 
+    @staticmethod
+    def tokenizer(text):  # a token per word
+        return {"input_ids": text.split()}
+
     def windows(self, passage):
         return [passage]
 
@@ -266,6 +270,19 @@ def test_checker_aggregates_over_passages():
     assert vs[0].evidence[0].text == "right passage" and vs[1].evidence[0].text == "right passage"
     assert vs[0].score == pytest.approx(0.9) and vs[3].score == pytest.approx(0.05)
     assert ck.check_claims([Claim("yes.")], [[]])[0].label == NOT_ENOUGH_EVIDENCE
+
+
+def test_a_claim_longer_than_the_judge_reads_is_never_supported():
+    """Its end is cut off before the judge sees it (a false clause there would pass)."""
+    ck = JudgeChecker(_FakeJudge())
+    limit = JudgeSpec().max_claim_tokens
+    ev = [Evidence("right passage")]
+    at_limit, over = Claim("yes " + "w " * (limit - 1)), Claim("yes " + "w " * limit)
+    fits, cut = ck.check_claims([at_limit, over], [ev, ev])
+    assert fits.label == SUPPORTED and cut.label == NOT_ENOUGH_EVIDENCE
+    assert "last 1 tokens are past what the judge reads" in cut.rationale
+    refuted = ck.check_claims([Claim("no " + "w " * limit)], [ev])[0]
+    assert refuted.label == UNSUPPORTED  # what it did read contradicts the evidence: still refuted
 
 
 # --- the shipped judge ----------------------------------------------------------------------

@@ -148,14 +148,9 @@ def test_feeding_in_chunks_through_extend_keeps_the_tiling(text, chunks):
     "Dr. Smith waited... He left.",
 ])
 def test_token_by_token_sentences_equal_all_at_once(text):
-    ids = text_ids(tiny_tokenizer(), text)
-    assert spans(tracked(ids)[0]) == spans(tracked(ids, chunks=[])[0])
-
-
-@FAST
-@given(unicode_text)
-def test_token_by_token_sentences_equal_all_at_once_for_any_text(text):
-    """A rewind replays tokens with one extend: the sentences must not move when it does."""
+    """Not a property of every text: a streaming segmenter commits before it sees what follows
+    ("(Mr. X" ends a sentence that "(Mr. X.)" does not), but it must not commit inside a
+    character or an ellipsis still arriving."""
     ids = text_ids(tiny_tokenizer(), text)
     assert spans(tracked(ids)[0]) == spans(tracked(ids, chunks=[])[0])
 

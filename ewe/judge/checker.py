@@ -161,6 +161,11 @@ class JudgeChecker:
             return getattr(self._judge, "name", "judge")
         return f"judge:{self._which}"
 
+    def _unread_tokens(self, claim: str) -> int:
+        """Tokens of `claim` beyond the judge's max_claim_tokens (cut off before it reads them)."""
+        n = len(self.judge.tokenizer(claim)["input_ids"])
+        return max(0, n - self.judge.spec.max_claim_tokens)
+
     def check_claims(self, claims: Sequence[Claim], evidence_per_claim: Sequence[Sequence[Evidence]]) -> list[Verdict]:
         if len(claims) != len(evidence_per_claim):
             raise ValueError("one evidence list per claim is required")
@@ -179,7 +184,11 @@ class JudgeChecker:
                 continue
             best_sup = max(rows, key=lambda r: float(r[1][0]))
             best_con = max(rows, key=lambda r: float(r[1][1]))
-            if float(best_sup[1][0]) > self.threshold:
+            unread = self._unread_tokens(claim.text)
+            if float(best_sup[1][0]) > self.threshold and unread:
+                # the judge read only the claim's first max_claim_tokens: its end is unchecked
+                label, lead = NOT_ENOUGH_EVIDENCE, best_sup[0]
+            elif float(best_sup[1][0]) > self.threshold:
                 label, lead = SUPPORTED, best_sup[0]
             elif float(best_con[1][1]) > 0.5:
                 label, lead = UNSUPPORTED, best_con[0]
@@ -192,7 +201,8 @@ class JudgeChecker:
                     per_passage[ei] = [round(float(x), 3) for x in p]
             verdicts.append(Verdict(
                 claim, label, float(best_sup[1][0]), ordered, self.name,
-                rationale=f"P(supported) {float(best_sup[1][0]):.2f}, P(contradicted) {float(best_con[1][1]):.2f}",
+                rationale=f"P(supported) {float(best_sup[1][0]):.2f}, P(contradicted) {float(best_con[1][1]):.2f}"
+                + (f"; the claim's last {unread} tokens are past what the judge reads" if unread else ""),
                 details={"per_passage": [per_passage[i] for i in sorted(per_passage)]}))
         return verdicts
 
