@@ -5,3 +5,20 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """An EWE on the tiny random model (tests/tiny.py), one per test module."""
+    from tiny import tiny_ewe
+
+    return tiny_ewe()
+
+
+@pytest.fixture
+def model_work(tiny, monkeypatch):
+    """What reached the model (a forward, a unit encoding): a refusal must leave it empty."""
+    calls = []
+    monkeypatch.setattr(tiny.model, "forward", lambda *a, **k: calls.append("forward"))
+    monkeypatch.setattr(tiny.encoder, "_encode_batch", lambda *a, **k: calls.append("encode"))
+    return calls

@@ -379,19 +379,6 @@ def test_an_unpaired_surrogate_in_a_prompts_file_is_refused_before_generation(se
     assert state["calls"] == [] and not out.exists()
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return tiny_ewe()
-
-
-@pytest.fixture
-def no_model_work(tiny, monkeypatch):
-    calls = []
-    monkeypatch.setattr(tiny.model, "forward", lambda *a, **k: calls.append("forward"))
-    monkeypatch.setattr(tiny.encoder, "_encode_batch", lambda *a, **k: calls.append("encode"))
-    return calls
-
-
 @pytest.mark.parametrize("kwargs,message", [
     ({"prompt": "hi \ud800"}, r"prompt is not valid text: an unpaired surrogate \\ud800 at character 3"),
     ({"prompt": ["ok", "\udcff"]}, r"prompt\[1\] is not valid text"),
@@ -403,12 +390,12 @@ def no_model_work(tiny, monkeypatch):
     ({"prompt": "hi", "temperature": False}, "temperature must be a number, got bool"),
     ({"prompt": "hi", "seed": "7"}, "seed must be a number, got str"),
 ])
-def test_api_refuses_non_text_and_non_numbers_before_model_work(tiny, no_model_work, kwargs, message):
+def test_api_refuses_non_text_and_non_numbers_before_model_work(tiny, model_work, kwargs, message):
     """A lone surrogate failed deep in the tokenizer (TypeError) or the unit encoder (UnicodeEncodeError);
     max_new_tokens=True quietly decoded one token, "5" five."""
     with pytest.raises(InputError, match=message):
         tiny.generate(**kwargs)
-    assert no_model_work == []
+    assert model_work == []
 
 
 @pytest.mark.parametrize("evidence,message", [("Marie Curie was a physicist.", "evidence must be a list .*got a single string"),

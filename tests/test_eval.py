@@ -153,17 +153,27 @@ class ScriptedLoader:
         return self.load(config).runtime
 
 
-def test_eval_run_generates_scores_reports_and_resumes(tmp_path):
-    base = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None}, "decoding": {"max_new_tokens": 40}}
+EVAL_BASE = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None}, "decoding": {"max_new_tokens": 40}}
+
+
+def eval_inputs(folder: Path, rows: list[dict]) -> tuple[list[str], Path, Path]:
+    """Two methods (one plain, one whose controller checks and backtracks), a scorer config and
+    a prompts file `toy.jsonl` of `rows`, written in `folder`: (method config paths, eval config, prompts)."""
     methods = []
     for name, extra in [("plain", {}), ("checked", {"controller": {"verify_trigger": "interval"}})]:
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(yaml.safe_dump({**base, **extra}))
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({**EVAL_BASE, **extra}))
         methods.append(str(path))
-    eval_cfg = tmp_path / "eval.yaml"
-    eval_cfg.write_text(yaml.safe_dump(base))
-    prompts = tmp_path / "toy.jsonl"
-    prompts.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie."}) + "\n" for i in range(3)))
+    eval_cfg = folder / "eval.yaml"
+    eval_cfg.write_text(yaml.safe_dump(EVAL_BASE))
+    prompts = folder / "toy.jsonl"
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return methods, eval_cfg, prompts
+
+
+def test_eval_run_generates_scores_reports_and_resumes(tmp_path):
+    methods, eval_cfg, prompts = eval_inputs(tmp_path, [{"id": i, "prompt": "Tell me a bio of Marie Curie."}
+                                                        for i in range(3)])
     loader = ScriptedLoader(LookupBackend())
     out = tmp_path / "eval"
     result = run_eval(methods, [str(prompts)], out, eval_config=eval_cfg, loader=loader, progress=False)

@@ -40,6 +40,7 @@ import pytest
 import yaml
 
 import fault_child
+from test_eval import eval_inputs
 from ewe import cli
 
 pytestmark = pytest.mark.slow  # ~60 s of CPU: 17 Python processes that each import torch first
@@ -295,7 +296,6 @@ def test_ewe_run_killed_inside_an_atomic_write_leaves_no_temporary_file(tmp_path
 
 # -- ewe eval run -------------------------------------------------------------------------------
 
-EVAL_BASE = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None}, "decoding": {"max_new_tokens": 40}}
 EVAL_PROMPTS = 12
 EVAL_FILES = [f"{name}{kind}.jsonl" for name in ("plain", "checked") for kind in ("", ".details")]
 SUMMARY_DROPPED = ("seconds_per_prompt",  # the mean of the results' total_s: wall-clock seconds
@@ -303,16 +303,8 @@ SUMMARY_DROPPED = ("seconds_per_prompt",  # the mean of the results' total_s: wa
 
 
 def test_ewe_eval_run_killed_at_random_points_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
-    methods = []  # test_eval's two methods: one plain, one whose controller checks and backtracks
-    for name, extra in [("plain", {}), ("checked", {"controller": {"verify_trigger": "interval"}})]:
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(yaml.safe_dump({**EVAL_BASE, **extra}))
-        methods.append(str(path))
-    eval_cfg = tmp_path / "eval.yaml"
-    eval_cfg.write_text(yaml.safe_dump(EVAL_BASE))
-    prompts = tmp_path / "toy.jsonl"
-    prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"Tell me a bio of Marie Curie, part {i}."}) + "\n"
-                               for i in range(EVAL_PROMPTS)))
+    methods, eval_cfg, prompts = eval_inputs(  # test_eval's two methods: one plain, one that checks and backtracks
+        tmp_path, [{"id": f"q{i}", "prompt": f"Tell me a bio of Marie Curie, part {i}."} for i in range(EVAL_PROMPTS)])
 
     def out_of(seed):
         return tmp_path / ("reference" if seed is None else f"seed{seed}")

@@ -523,19 +523,9 @@ def test_cli_error_in_a_real_process(tmp_path):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ewe():
-    from tiny import tiny_ewe
-
-    return tiny_ewe()
-
-
 @pytest.fixture
-def model_work(ewe, monkeypatch):
-    calls = []
-    monkeypatch.setattr(ewe.model, "forward", lambda *a, **k: calls.append("forward"))
-    monkeypatch.setattr(ewe.encoder, "_encode_batch", lambda *a, **k: calls.append("encode"))
-    return calls
+def ewe(tiny):  # conftest's tiny EWE; `model_work` (conftest) records what reached its model
+    return tiny
 
 
 GENERATE_ARGS = [name for name, p in inspect.signature(EWE.generate).parameters.items()

@@ -24,7 +24,8 @@ class WorkingMemory:
         self.encoder = encoder
         self.pools = {"retrieval": MemoryPool("retrieval", retrieval_units), "feedback": MemoryPool("feedback", feedback_units)}
         self.version = 0
-        self._state: tuple[tuple[int, int], MemoryState] | None = None
+        self._states: dict[int, MemoryState] = {}  # row count -> the view, for `_states_version`
+        self._states_version = -1
 
     @property
     def unit_tokens(self) -> int:
@@ -96,10 +97,13 @@ class WorkingMemory:
         return {name: [u.describe() for u in p] for name, p in self.pools.items()}
 
     def state(self, rows: int = 1) -> "MemoryState":
-        """The attention's view of the memory now, for `rows` batch rows (rebuilt only after a change)."""
-        if self._state is None or self._state[0] != (self.version, rows):
-            self._state = ((self.version, rows), MemoryState.from_rows([self.units] * rows))
-        return self._state[1]
+        """The attention's view of the memory now, for `rows` batch rows (built once per version and
+        row count: candidate rewrites ask for N rows while the answer keeps reading one)."""
+        if self._states_version != self.version:
+            self._states, self._states_version = {}, self.version
+        if rows not in self._states:
+            self._states[rows] = MemoryState.from_rows([self.units] * rows)
+        return self._states[rows]
 
 
 @dataclass
