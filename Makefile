@@ -16,7 +16,7 @@ $(STAMP): setup.py requirements-embedded.txt
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch, pinned: an unpinned `torch` pulls a CUDA build of several GB.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[dev,ray]'
 	$(PIP) install -q --no-deps -r requirements-embedded.txt
 	touch $(STAMP)
 
@@ -35,7 +35,7 @@ ext: setup  ## build the compiled memory attention (ewe/_C*.so): CPU, plus CUDA 
 	MAX_JOBS=2 $(PY) setup.py build_ext --inplace
 
 test-ext: ext  ## build the extension, then run the attention and engine tests on it
-	EWE_REQUIRE_EXTENSION=1 EWE_ATTENTION_IMPL=auto $(PY) -m pytest -q tests/test_ops.py tests/test_extension.py tests/test_engine.py tests/test_api.py
+	EWE_REQUIRE_EXTENSION=1 EWE_ATTENTION_IMPL=auto $(PY) -m pytest -q tests/test_ops.py tests/test_extension.py tests/test_engine.py tests/test_api.py tests/test_linear_kernels.py
 
 bench: setup  ## decoding benchmark: plain HF generate against ewe, same process
 	$(EWE) bench decode

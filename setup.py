@@ -45,7 +45,7 @@ def _extension_setup() -> dict:
 
     march = os.environ.get("EWE_EXT_MARCH", "native")
     cxx = ["-O3", "-g0", "-fopenmp", "-ffp-contract=fast"] + ([f"-march={march}"] if march else [])
-    sources = ["csrc/ops.cpp", "csrc/cpu/memory_attention.cpp"]
+    sources = ["csrc/ops.cpp", "csrc/cpu/memory_attention.cpp", "csrc/cpu/int8_linear.cpp"]
     kwargs = {"extra_compile_args": {"cxx": cxx}, "extra_link_args": ["-fopenmp"]}
     if use_cuda:
         sources.append("csrc/cuda/memory_attention.cu")
@@ -80,7 +80,8 @@ setup(
         "matplotlib>=3.8",
         "jinja2>=3.1",
     ],
-    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6"]},
+    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6"],
+                    "ray": ["ray==2.60.0"]},  # `ewe run --ray`, `ewe eval run --ray`: ewe/ray_pool.py
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
     package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors"]},
     **(_extension_setup() if _extension_requested() else {}),

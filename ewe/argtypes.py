@@ -27,6 +27,19 @@ def non_negative_int(v: str) -> int:
     return n
 
 
+def positive_ints(count: int, names: str):
+    """A type for `count` whole numbers >= 1 separated by commas, e.g. positive_ints(3, "K,M,CTX") reads "8,256,1024"."""
+
+    def parse(v: str) -> tuple[int, ...]:
+        parts = v.split(",")
+        if len(parts) != count:
+            raise argparse.ArgumentTypeError(f"{v!r}: expected {names} ({count} whole numbers separated by commas)")
+        return tuple(positive_int(p.strip()) for p in parts)
+
+    parse.__name__ = names
+    return parse
+
+
 SEED_MAX = 2**63 - 1  # torch and numpy seeds are 64-bit
 
 

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from .argtypes import positive_int
+from .ray_pool import add_ray_options
 
 
 def _choices(section: str, key: str) -> list[str]:
@@ -37,6 +38,8 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model", dest="model.name", help='"embedded" (default), a local folder or a hub id')
     g.add_argument("--dtype", dest="model.dtype", choices=_choices("model", "dtype"))
     g.add_argument("--attention-impl", dest="model.attention_impl", choices=_choices("model", "attention_impl"))
+    g.add_argument("--weights", dest="model.weights", choices=_choices("model", "weights"),
+                   help="lighter linear layers for a faster decode step (int8: the compiled kernel, `make ext`)")
     g.add_argument("--unit-tokens", dest="memory.unit_tokens", type=int, help="M, tokens per memory unit")
     g.add_argument("--retrieval-units", dest="memory.retrieval_units", type=int)
     g.add_argument("--start-token", dest="memory.unit_start_token", action=argparse.BooleanOptionalAction,
@@ -154,11 +157,22 @@ def cmd_run(args) -> int:
 
     if not args.config:
         raise SystemExit("ewe run: --config is required (configs/ewe.yaml, rag.yaml, flare.yaml, ra.yaml, bare.yaml)")
+    if args.ray_workers is not None and args.ray is None:
+        raise SystemExit("ewe run: --ray-workers needs --ray auto|ADDRESS")
     try:
         rows = preflight(Path(args.input), Path(args.output), args.limit)  # before the model loads
-        ewe = _load_ewe(args)
-        summary = run(ewe, Path(args.input), Path(args.output), force=args.force, show_trace=args.show_trace,
-                      rows=rows)
+        if args.ray is not None:  # Ray workers load the model; this process only writes the output
+            from .config import EWEConfig
+            from .ray_pool import RayPool
+
+            config = EWEConfig.from_yaml(args.config, **_overrides(args))  # what _load_ewe would load
+            with RayPool(args.ray, args.ray_workers) as pool:
+                summary = run(pool.use(config), Path(args.input), Path(args.output), force=args.force,
+                              show_trace=args.show_trace, rows=rows)
+        else:
+            ewe = _load_ewe(args)
+            summary = run(ewe, Path(args.input), Path(args.output), force=args.force, show_trace=args.show_trace,
+                          rows=rows)
     except RunError as e:
         raise SystemExit(f"ewe run: {e}") from None
     print_summary(summary)
@@ -247,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit", type=positive_int, help="only the first N prompts (N >= 1)")
     r.add_argument("--force", action="store_true", help="append even if the output was made with another config")
     r.add_argument("--show-trace", action="store_true", help="print each prompt's trace as it finishes")
+    add_ray_options(r)
     _add_model_options(r)
     r.set_defaults(func=cmd_run)
 

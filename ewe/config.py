@@ -26,16 +26,29 @@ class ModelConfig(_Section):
     device: str = "cpu"
     attention_impl: Optional[Literal["auto", "reference", "fused", "extension"]] = Field(
         None, description="memory attention kernel; unset: the EWE_ATTENTION_IMPL environment variable, else auto")
+    weights: Optional[Literal["bfloat16", "int8"]] = Field(
+        None, description="the linear layers' weights, for a faster decode step (ewe/ops/quantized_linear.py): "
+        "unset: model.dtype; bfloat16; int8: one scale per output channel, CPU only, the compiled kernel "
+        "(`make ext`; without it the same weights run dequantized, no faster)")
+
+    @model_validator(mode="after")
+    def _weights_on_cpu(self):
+        if self.weights == "int8" and not self.device.startswith("cpu"):
+            raise ValueError(f"model.weights 'int8' runs on CPU only, but model.device is {self.device!r}")
+        return self
 
 
 class MemoryConfig(_Section):
     unit_tokens: int = Field(128, ge=8, le=4096, description="M: the most tokens one unit holds")
     retrieval_units: int = Field(4, ge=0, le=64, description="capacity of the retrieved-passage pool")
     feedback_units: int = Field(2, ge=0, le=64, description="capacity of the fact-checking feedback pool")
-    # Measured (benchmarks/unit_start_token.py, 24 Wikipedia summaries, SmolLM2-135M): with the
+    # Measured (benchmarks/memory_vs_prompt.py, 24 Wikipedia summaries, SmolLM2-135M): with the
     # start token the summary's own sentence is more likely in 18 of 24 cases (mean NLL 1.625
     # vs 1.665 nats/token; no memory 3.531), so no attention-sink harm shows here.
     unit_start_token: bool = Field(True, description="begin every unit with the BOS token")
+    temperature: float = Field(1.0, gt=0.0, le=4.0, description="APE's T: memory logits divided by T, and the "
+                               "memory log-sum-exp multiplied by T * lse_scale before the merge (1: eq. 1)")
+    lse_scale: float = Field(1.0, gt=0.0, le=4.0, description="APE's S (1: eq. 1)")
     encoder_cache_units: int = Field(256, ge=0, le=100_000, description="encoded units kept for reuse")
     reencode_context: bool = Field(False, description="re-prefill the context when memory changes")
 

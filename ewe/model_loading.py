@@ -114,11 +114,14 @@ def load_tokenizer(name_or_path: str = EMBEDDED):
     return AutoTokenizer.from_pretrained(resolve(name_or_path))
 
 
-def load_model(name_or_path: str = EMBEDDED, dtype: str | torch.dtype = "float32", device: str = "cpu"):
+def load_model(name_or_path: str = EMBEDDED, dtype: str | torch.dtype = "float32", device: str = "cpu",
+               weights: str | None = None):
     """Load (model, tokenizer, report). The model is in eval mode, attention set to "sdpa".
 
     `name_or_path` is "embedded", a local folder, or a hub id (hub ids need network access,
-    which this project's default setup never uses).
+    which this project's default setup never uses). `weights` (config `model.weights`): None
+    keeps every layer in `dtype`; "bfloat16" or "int8" swaps the linear layers for lighter ones
+    (ewe/ops/quantized_linear.py), for a faster decode step.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -128,6 +131,11 @@ def load_model(name_or_path: str = EMBEDDED, dtype: str | torch.dtype = "float32
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), attn_implementation="sdpa")
     model.to(device).eval()
+    if weights is not None:
+        from .ops.quantized_linear import apply_weight_format
+
+        swapped = apply_weight_format(model, weights)
+        logger.info("model.weights=%s: %d linear layers swapped", weights, swapped)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     report = LoadReport(source=path, seconds=time.perf_counter() - start, from_cache=from_cache)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from .errors import InputError, RunError
-from .files import read_jsonl, write_json, write_jsonl
+from .files import atomic_write, read_jsonl, write_json, write_jsonl
 from .record_log import RecordLog, refuse_same_file, refuse_unwritable
 
 __all__ = ["RunError", "preflight", "print_summary", "read_prompts", "run"]
@@ -197,6 +197,9 @@ def run(ewe, input_path: Path, output: Path, *, limit: int | None = None, force:
         rows: list[dict] | None = None) -> dict:
     """Generate for every unfinished prompt of `input_path`, appending to `output`; return the summary.
 
+    `ewe`: an EWE, or an open RayPool (ewe/ray_pool.py) whose workers generate in parallel; either
+    way the records go through the same RecordLog, and the output ends in input order.
+
     `passages` are used for lines without a "passages" field (`ewe generate --passage`); a
     line's own "passages" always wins, and [] there means no memory at all, as in the API.
     `rows`: what `preflight` returned for these arguments (a caller that checked before loading
@@ -235,16 +238,13 @@ def _run(ewe, rows, input_path, log: RecordLog, force, show_trace, progress, def
     finished, errors, t0 = [], 0, time.perf_counter()
     checks = CheckHealth()
     with tqdm(total=len(todo), desc="prompts", unit="prompt", disable=not progress) as bar:
-        for row in todo:
+        for row, result, error in _generations(ewe, todo, default_passages):
             extra = {k: v for k, v in row.items() if k not in ("prompt", "passages")}
-            passages = row["passages"] if "passages" in row else default_passages
-            try:
-                result = ewe.generate(row["prompt"], passages=passages).to_dict()
-            except InputError as e:  # this prompt cannot run; the others can (a fault stops the run)
+            if error is not None:  # this prompt cannot run; the others can (a fault stops the run)
                 errors += 1
                 with errors_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps({**extra, "prompt": row["prompt"], "error": str(e)}, ensure_ascii=False) + "\n")
-                tqdm.write(f"ewe run: prompt {row['id']}: {e}", file=sys.stderr)
+                    f.write(json.dumps({**extra, "prompt": row["prompt"], "error": error}, ensure_ascii=False) + "\n")
+                tqdm.write(f"ewe run: prompt {row['id']}: {error}", file=sys.stderr)
                 bar.update(1)
                 continue
             checks.add(row["id"], result)
@@ -254,6 +254,7 @@ def _run(ewe, rows, input_path, log: RecordLog, force, show_trace, progress, def
                 tqdm.write(f"\n== {row['id']}: {row['prompt']}\n{render(result['trace'])}\n{result['text']}\n")
             bar.set_postfix(backtracks=sum(r["stats"].get("backtracks", 0) for r in finished))
             bar.update(1)
+    in_input_order(output, rows)
     wanted = {r["id"] for r in rows}
     everything = [r for r in log.records() if str(r.get("id")) in wanted]
     summary = summarize(everything, time.perf_counter() - t0, errors)
@@ -261,6 +262,45 @@ def _run(ewe, rows, input_path, log: RecordLog, force, show_trace, progress, def
                    skipped_finished=len(rows) - len(todo))
     write_json(output.with_name(output.name + ".summary.json"), summary)
     return summary
+
+
+def _generations(ewe, todo: list[dict], default_passages):
+    """(row, result dict, None) per finished prompt, or (row, None, why) for one that cannot run
+    (an InputError: too long for the context, ...; any other exception stops the run).
+    `ewe`: an EWE, which runs the prompts here one after another, or a RayPool (ewe/ray_pool.py),
+    whose workers run them in parallel and return them as they finish."""
+    if hasattr(ewe, "generations"):
+        yield from ewe.generations(todo, default_passages)
+        return
+    for row in todo:
+        passages = row["passages"] if "passages" in row else default_passages
+        try:
+            result = ewe.generate(row["prompt"], passages=passages).to_dict()
+        except InputError as e:
+            yield row, None, str(e)
+            continue
+        yield row, result, None
+
+
+def in_input_order(output: Path, rows: list[dict]) -> bool:
+    """Put the records of `rows` in `output` in input order, if they are not: a run whose records
+    came back in another order (Ray workers finish when they finish) ends as a local run does.
+    Only the places those records hold change hands; lines of other ids stay where they are. One
+    atomic rewrite, by the process holding the output's lock, once no record is being appended;
+    a kill before it leaves the records in the order they finished, and the next run that
+    gets to its end puts them in order. Returns whether the file was rewritten."""
+    position = {r["id"]: n for n, r in enumerate(rows)}
+    lines = output.read_bytes().split(b"\n") if output.exists() else []
+    ids = [str(json.loads(line).get("id")) if line.strip() else None for line in lines]
+    slots = [(n, position[i]) for n, i in enumerate(ids) if i in position]
+    order = sorted(slots, key=lambda s: s[1])  # stable: an id twice keeps its lines' order
+    if [p for _, p in slots] == [p for _, p in order]:
+        return False
+    reordered = list(lines)
+    for (slot, _), (source, _) in zip(slots, order):
+        reordered[slot] = lines[source]
+    atomic_write(output, b"\n".join(reordered))
+    return True
 
 
 class CheckHealth:

@@ -53,7 +53,7 @@ class Runtime:
             from .model_loading import load_model
 
             m = self.config.model
-            model, tokenizer, self.load_report = load_model(m.name, m.dtype, m.device)
+            model, tokenizer, self.load_report = load_model(m.name, m.dtype, m.device, m.weights)
             self._tokenizer = self._tokenizer or tokenizer
             self._set_model(model)
         return self._model
@@ -152,7 +152,8 @@ class Runtime:
 
     def new_memory(self) -> WorkingMemory:
         """An empty working memory with this configuration's pools, sharing the unit encoder."""
-        return WorkingMemory(self.encoder, self.config.memory.retrieval_units, self.config.memory.feedback_units)
+        mem = self.config.memory
+        return WorkingMemory(self.encoder, mem.retrieval_units, mem.feedback_units, mem.temperature, mem.lse_scale)
 
     def prompt_ids(self, prompt: str, system_prompt: str | None = None) -> list[int]:
         """The prompt through the chat template; its text can never become a control token."""
@@ -235,7 +236,9 @@ class Runtime:
             if row:
                 memory.add(row, pool="retrieval")
             memories.append(memory)
-        state = MemoryState.from_rows([m.units for m in memories]) if any(rows) else None
+        mem = self.config.memory
+        state = (MemoryState.from_rows([m.units for m in memories], mem.temperature, mem.lse_scale)
+                 if any(rows) else None)
         t1 = time.perf_counter()
 
         input_ids, valid = self._left_pad(ids)

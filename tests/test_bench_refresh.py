@@ -27,11 +27,13 @@ def test_report_structure_and_counts(ewe):
         assert row["forwards"]["unchanged"] == 0 and row["encoded"]["unchanged"] == 0
         assert row["forwards"]["reused"] == 0 and row["encoded"]["reused"] == 0
         assert row["forwards"]["refresh_step"] == 1 and row["forwards"]["backtrack"] == 1
-        assert row["forwards"]["backtrack_crop"] == 0  # the truncation itself runs no model
-        assert row["forwards"]["reprompt"] == 2  # prefill from scratch, then the next step
+        assert row["forwards"]["backtrack_crop"] == 0  # the truncation alone runs no model (secondary figure)
+        # equal work: each side of a headline ratio ends with the next token's logits in one forward each
+        assert row["forwards"]["reprompt"] == 1 and row["forwards"]["backtrack_reprefill"] == 1
         assert row["reprompt_over_refresh"] > 0 and row["reprefill_over_backtrack"] > 0
-    # targets are judged at 512 generated tokens (absent here) and, for backtracking, at every length
-    assert set(report["targets"]) == {"reprefill_over_crop@16", "reprefill_over_crop@32"}
+        assert row["backtrack_tokens"] == row["context_tokens"] + 1 - 5  # one sentence off the refreshed context
+    # both targets are equal-work ratios judged at 512 generated tokens (absent here)
+    assert report["targets"] == {}
 
 
 def test_readding_a_unit_runs_no_model_forward(ewe):

@@ -283,6 +283,10 @@ def test_a_candidate_that_repeats_the_answer_is_never_kept():
     assert r.text.count(A) == 1 and A not in checker.calls[1:]  # the repeat is never judged
 
 
+def first_rejected(r):
+    return r.sentences[0]["rejected"]
+
+
 def test_candidate_rewrites_are_judged_together_and_a_supported_one_is_kept():
     checker = ScriptedChecker(false={B_WRONG})
     r = make(choose_birthplace(), checker, rewrite_candidates=6, max_retries=1).generate(PROMPT)
@@ -294,6 +298,7 @@ def test_candidate_rewrites_are_judged_together_and_a_supported_one_is_kept():
     assert r.stats["candidates_decoded"] == 6 and r.stats["candidates_judged"] == len(texts)
     kept = [s for s in r.sentences if s["text"] == B_RIGHT][0]
     assert kept["checked"] and kept["needs_rewrite"] is False and kept["failed_attempts"] == 1
+    assert kept["rejected"] == [B_WRONG] and first_rejected(r) == []
     assert kept["verdict"] == "supported" and kept["evidence"] == [
         {"title": "Supporting page", "source_id": "", "start": None, "end": None, "score": 0.9, "claim": B_RIGHT}]
     first = r.sentences[0]  # checked by a pause, not a candidate: the same record
@@ -578,3 +583,15 @@ def test_prompt_plus_memory_is_allowed_with_pauses_and_prompt_is_not():
     with pytest.raises(ConfigError, match="'memory' or 'prompt\\+memory'"):
         EWEConfig.build({}, **{"controller.verify_trigger": "interval", "retrieval.placement": "prompt"})
     assert EWEConfig.build({}, **{"controller.verify_trigger": "interval", "retrieval.placement": "prompt+memory"})
+
+
+def test_a_restored_candidate_keeps_the_verdict_it_got():
+    """keep_best may restore a candidate rewrite that failed: its sentence record says so (checked,
+    its verdict) instead of passing for an unchecked sentence."""
+    checker = ScriptedChecker(false={B_WRONG, B_RIGHT})
+    r = make(choose_birthplace(), checker, rewrite_candidates=6, max_retries=1,
+             on_retries_exhausted="keep_best").generate(PROMPT)
+    kept = [s for s in r.sentences if s["rejected"]]
+    assert len(kept) == 1 and kept[0]["text"] in (B_WRONG, B_RIGHT)
+    assert kept[0]["checked"] and kept[0]["needs_rewrite"] is True and kept[0]["verdict"] not in (None, "supported")
+    assert r.stats["rewritten_supported"] == 0

@@ -26,6 +26,16 @@ def _response(i, method, dataset, labels, response=None):
             "recall": min(1.0, n_sup / 10), "f1": 0.1}
 
 
+def _run_sentences(i):
+    """What EWE's controller records of response i (see ewe.eval.harness.run_sentences): the first
+    sentence supported by a cited passage, the second kept unsupported after its retries."""
+    return [{"text": f"Person {i} was born.", "checked": True, "verdict": "supported", "needs_rewrite": False,
+             "evidence": [{"title": f"Person <{i}>", "source_id": f"wiki:Person_{i}#3", "start": 120 + i, "end": 480,
+                           "score": 0.91, "claim": f"Person {i} was born.", "text": f"Person {i} (born 1900) was."}]},
+            {"text": f"Person {i} died.", "checked": True, "verdict": "unsupported", "needs_rewrite": True,
+             "evidence": []}]
+
+
 def _write_details(path, records):
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return str(path)
@@ -43,6 +53,8 @@ def _summary(method, dataset, details, f1, **over):
 def runs(tmp_path):
     """Two methods on one dataset: 19 claims: 12 supported, 6 unsupported, 1 not_enough_evidence."""
     ewe_recs = [_response(i, "ewe", "bios", ["supported", "supported", "unsupported"]) for i in range(3)]
+    for i, rec in enumerate(ewe_recs):
+        rec["run_sentences"] = _run_sentences(i)
     ewe_recs[0]["response"] = "He wrote <script>alert(1)</script> & more."
     base_recs = [_response(i, "base", "bios", ["supported", "unsupported", "supported"]) for i in range(3)]
     base_recs[2]["sentences"][1]["claims"].append(_claim("rare claim", "not_enough_evidence"))
@@ -126,10 +138,67 @@ def test_html_escapes_model_output(runs, tmp_path):
     assert "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more." in html
     assert "Page &lt;ewe claim 0.0&gt;" in html  # evidence titles escaped too
-    assert 'src="f1_by_method.png"' in html and 'src="sweep_memory_retrieval_units.png"' in html
+    assert html.count('src="data:image/png;base64,') == 2  # the plots embedded: the page alone is the report
+    assert "(f1_by_method.png)" in html and "(sweep_memory_retrieval_units.png)" in html
+    assert "<script" not in html and "http://" not in html and "https://" not in html  # nothing runs, nothing loads
     assert html.count("<details><summary><b>") == 6  # one collapsible block per response
     assert 'class="claim not_enough_evidence"' in html and 'class="claim unsupported"' in html
     assert html.index("bios · ewe") < html.index("bios · base")
+
+
+def test_html_shows_each_sentence_with_the_checkers_and_the_scorers_verdicts(runs, tmp_path):
+    summaries, _ = runs
+    summaries[0].update(in_loop_checker="judge:minilm-cross+rules")
+    summaries[1].update(in_loop_checker="-")
+    html = write_report(summaries, tmp_path / "out")["index.html"].read_text()
+    ewe, base = html.split("bios · base")
+    assert "checker: judge:minilm-cross+rules" in ewe
+    checker_tag = '<span class="tag">checker</span>'
+    assert ewe.count(f'<div class="check supported">{checker_tag} <span class="verdict">supported') == 3
+    assert ewe.count('<span class="verdict">unsupported</span> <span class="muted">no supporting passage') == 3
+    assert "<b>Person &lt;1&gt;</b>" in ewe and "wiki:Person_1#3 · chars 121–480 · score 0.910" in ewe
+    assert "<blockquote>Person 1 (born 1900) was.</blockquote>" in ewe and "for “Person 1 was born.”" in ewe
+    assert ewe.count("scorer</span> 2/2 claims supported") == 3 and ewe.count("checker: 1/2 sentences supported") == 3
+    # a method without a checker says so, plainly, for every sentence
+    assert "checker: none, this method checks nothing while it writes" in base
+    assert base.count('<div class="check none"><span class="tag">checker</span> none</div>') == 6
+    assert "checker: " not in base.split("</h3>", 1)[1].replace("checker: none", "")
+
+
+def test_checker_records_are_matched_to_the_scored_sentences_by_place():
+    from ewe.eval.report import _sentence_views
+
+    rec = {"response": "A b. C d. E f.",
+           "sentences": [{"text": "A b.", "claims": []}, {"text": "C d. E f.", "claims": []}],
+           "run_sentences": [{"text": " A b.", "checked": True, "verdict": "supported"},
+                             {"text": " C d.", "checked": False}, {"text": " E f.", "checked": True},
+                             {"text": "Gone.", "checked": True, "verdict": "unsupported"}]}
+    views, rest = _sentence_views(rec, has_checker=True)
+    assert [[k["label"] for k in v["checks"]] for v in views] == [["supported"], ["not checked", "checked"]]
+    assert views[0]["checks"][0]["text"] == "" and views[1]["checks"][0]["text"] == "C d."  # split differently
+    assert [k["label"] for k in rest] == ["unsupported"]
+    for records in (None, [{"text": "A b.", "checked": False}]):  # a method without a checker: "none", plainly
+        bare, rest = _sentence_views({**rec, "run_sentences": records}, has_checker=False)
+        assert [(v["checks"], v["checker_note"]) for v in bare] == [([], "none"), ([], "none")] and rest == []
+
+
+def test_run_sentences_carry_verdicts_offsets_and_the_passage_text_the_check_read():
+    from ewe.eval.harness import run_sentences
+
+    cite = {"title": "Paris", "source_id": "wiki:Paris#7", "start": 120, "end": 133, "score": 0.5}
+    row = {"text": "Paris is a city. Rome.", "trace": [
+        {"type": "check", "verdicts": [{"claim": "Paris is a city.",
+                                        "evidence": [{**cite, "text": "Paris: the capital."}]}]}],
+        "sentences": [{"start": 0, "end": 5, "text": "Paris is a city.", "complete": True, "checked": True,
+                       "needs_rewrite": False, "verdict": "supported",
+                       "evidence": [{**cite, "claim": "Paris is a city."}],
+                       "failed_attempts": 0},
+                      {"text": " Rome.", "checked": False, "needs_rewrite": None, "verdict": None, "evidence": []}]}
+    first, second = run_sentences(row)
+    assert first == {"text": "Paris is a city.", "checked": True, "verdict": "supported", "needs_rewrite": False,
+                     "evidence": [{**cite, "claim": "Paris is a city.", "text": "Paris: the capital."}]}
+    assert second["checked"] is False and second["evidence"] == []
+    assert run_sentences({"text": "x", "sentences": []}) is None  # plain generation records none
 
 
 def test_audit_sample_is_seeded_sized_and_stratified(runs, tmp_path):
@@ -193,3 +262,49 @@ def test_bad_input_says_what_is_wrong(runs, tmp_path, mutate, message):
 def test_bad_audit_size(runs, tmp_path):
     with pytest.raises(ValueError, match="audit_size"):
         write_report(runs[0], tmp_path / "out", audit_size=-1)
+
+
+def test_eval_run_carries_the_checkers_sentence_records_into_jsonl_details_and_page(tmp_path, monkeypatch):
+    """`ewe eval run` end to end on the scripted model: the checked method's results lines (ewe run's
+    format) hold each kept sentence's verdict and cited passages (title, offsets); its details carry
+    them, with the passage text the check read; the page shows them; the plain method shows none."""
+    import test_eval
+    from ewe.config import EWEConfig
+    from ewe.runtime import Runtime
+    from ewe.verify import FactChecker, StaticEvidenceSource
+    from ewe.verify.types import Evidence
+
+    def citing_runtime(backend):
+        passage = Evidence("Marie Curie was a physicist and chemist.", "Marie Curie", 0.9,
+                           source_id="wiki:Marie_Curie#4", start=310, end=350)
+        return Runtime(EWEConfig(), fact_checker=FactChecker(backend, evidence=StaticEvidenceSource([passage]), k=2))
+
+    monkeypatch.setattr(test_eval, "checking_runtime", citing_runtime)
+    methods, eval_cfg, prompts = test_eval.eval_inputs(tmp_path, [{"id": "a",
+                                                                   "prompt": "Tell me a bio of Marie Curie."}])
+    out = tmp_path / "eval"
+    test_eval.run_eval(methods, [str(prompts)], out, eval_config=eval_cfg,
+                       loader=test_eval.ScriptedLoader(test_eval.LookupBackend()), progress=False)
+
+    [result] = [json.loads(line) for line in (out / "toy" / "checked.jsonl").read_text().splitlines()]
+    kept = {s["text"].strip(): s for s in result["sentences"]}
+    first = kept["Marie Curie was a physicist."]
+    assert first["checked"] and first["verdict"] == "supported"
+    assert first["evidence"] == [{"title": "Marie Curie", "source_id": "wiki:Marie_Curie#4", "start": 310, "end": 350,
+                                  "score": 0.9, "claim": "Marie Curie was a physicist."}]
+    second = kept["She was born in Paris."]  # kept after its retries: unsupported, nothing cited
+    assert second["checked"] and second["verdict"] == "unsupported" and second["evidence"] == []
+
+    [details] = [json.loads(line) for line in (out / "toy" / "checked.details.jsonl").read_text().splitlines()]
+    cited = [s for s in details["run_sentences"] if s["evidence"]]
+    assert [e["text"] for s in cited for e in s["evidence"]] == ["Marie Curie was a physicist and chemist."]
+    [plain] = [json.loads(line) for line in (out / "toy" / "plain.details.jsonl").read_text().splitlines()]
+    assert "run_sentences" not in plain  # plain generation keeps no sentence records
+
+    page = (out / "report" / "index.html").read_text()
+    checked_part, plain_part = page.split("toy · checked")[1], page.split("toy · plain")[1].split("toy · checked")[0]
+    assert "wiki:Marie_Curie#4 · chars 310–350" in checked_part
+    assert "<blockquote>Marie Curie was a physicist and chemist.</blockquote>" in checked_part
+    assert '<span class="verdict">unsupported</span>' in checked_part
+    assert "checker: none, this method checks nothing while it writes" in plain_part
+    assert plain_part.count('<span class="tag">checker</span> none</div>') == 2 and "not checked" not in plain_part

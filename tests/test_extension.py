@@ -268,6 +268,18 @@ def test_dispatch_auto_uses_extension_and_falls_back_per_input(monkeypatch):
     assert calls == [1] and out.dtype == torch.float16
 
 
+def test_ape_readout_runs_on_the_fused_path_never_the_kernel(monkeypatch):
+    """The kernel computes eq. 1 only: with APE's read-out "auto" takes the fused path, and asking
+    for the kernel by name is refused rather than silently ignoring the read-out."""
+    query, key, value, memory, mask, scale = random_case(4, torch.float32, decode=True)
+    ape = LayerMemory(memory.key, memory.value, memory.bias, memory.unit_bounds, memory.log_ctx_weight, 0.9, 0.9)
+    assert extension.supports(query, key, value, memory) and not extension.supports(query, key, value, ape)
+    expected = memory_attention_fused(query, key, value, ape, mask, scale)
+    torch.testing.assert_close(dispatch.memory_attention_auto(query, key, value, ape, mask, scale), expected)
+    with pytest.raises(ValueError, match="eq. 1 only"):
+        memory_attention_extension(query, key, value, ape, mask, scale)
+
+
 def test_dispatch_when_extension_missing(monkeypatch, caplog):
     monkeypatch.setattr(extension, "_state", {"loaded": False, "error": "ImportError: no ewe._C"})
     monkeypatch.setattr(dispatch, "_notice", {"given": False})
@@ -319,8 +331,8 @@ def test_attention_bench_smoke(monkeypatch, capsys):
 
     monkeypatch.setattr(bench, "GRID", [(1, 8, 16)])
     monkeypatch.setattr(bench, "DESIGN_CASE", (2, 8, 16))
-    monkeypatch.setattr(bench, "stream_bandwidth", lambda repeats: 10.0)
-    monkeypatch.setattr(bench, "stream_buffer", lambda: torch.ones(1024))
+    monkeypatch.setattr(bench, "stream_bandwidth", lambda repeats, megabytes=256: 10.0)
+    monkeypatch.setattr(bench, "stream_buffer", lambda megabytes=256: torch.ones(1024))
     parser = argparse.ArgumentParser()
     bench.add_bench_arguments(parser)
     rows = bench.run_attention_bench(parser.parse_args(["--repeats", "1", "--layers", "2", "--prefill-len", "4"]))

@@ -138,3 +138,42 @@ def test_bench_stream_fraction_is_paired_per_repeat():
     assert paired_fraction(100, [1.0, 1.0, 4.0], 100, [1.0, 2.0, 1.0]) == 1.0  # median of 1, 2, 0.25
     with pytest.raises(ValueError):
         paired_fraction(1, [1.0], 1, [1.0, 2.0])
+
+
+def with_readout(memory: LayerMemory, temperature: float, lse_scale: float) -> LayerMemory:
+    return LayerMemory(memory.key, memory.value, memory.bias, memory.unit_bounds, memory.log_ctx_weight,
+                       temperature, lse_scale)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("readout", [(0.9, 0.9), (0.5, 1.0), (1.0, 0.8), (2.0, 1.5)])
+def test_fused_ape_readout_matches_its_reference(seed, readout):
+    """APE's temperature and scale (memory.temperature / memory.lse_scale) on the fused path, held
+    to the plain per-row reference, with padded rows and rows without units."""
+    query, key, value, memory, scale = random_case(seed, decode=seed % 2 == 0)
+    ape = with_readout(memory, *readout)
+    assert not ape.is_eq1
+    expected = memory_attention_reference(query, key, value, ape, None, scale)
+    assert_close(memory_attention_fused(query, key, value, ape, None, scale), expected, torch.float32)
+    if sum(memory.num_units):  # the read-out changes the result wherever a row holds units
+        assert (expected - memory_attention_reference(query, key, value, memory, None, scale)).abs().max() > 1e-4
+
+
+def test_ape_readout_at_one_is_eq1():
+    query, key, value, memory, scale = random_case(11)
+    same = with_readout(memory, 1.0, 1.0)
+    assert same.is_eq1
+    torch.testing.assert_close(memory_attention_reference(query, key, value, same, None, scale),
+                               memory_attention_reference(query, key, value, memory, None, scale))
+
+
+def test_ape_readout_reaches_the_attention_from_the_config(tiny):
+    """memory.temperature / memory.lse_scale set in the config are what the layers read."""
+    from ewe import EWE, EWEConfig
+
+    cfg = EWEConfig.build(tiny.config.model_dump(), **{"memory.temperature": 0.9, "memory.lse_scale": 0.95})
+    ewe = EWE(tiny.model, tiny.tokenizer, cfg)
+    memory = ewe.runtime.new_memory()
+    memory.add(["A passage about something."])
+    layer = memory.state().layer(0)
+    assert (layer.temperature, layer.lse_scale) == (0.9, 0.95)

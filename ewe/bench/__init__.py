@@ -1,6 +1,13 @@
 """`ewe bench ...`: speed measured side by side in one process, reported as medians and ratios.
 
+Ratios compare equal work: the same inputs, the same token counts, the same outputs computed
+(`ewe bench decode` fails rather than print a ratio for runs of unequal token counts; `ewe
+bench attention` checks every implementation's output against the reference first). Each
+command's printout says what its ratios compare; `ewe bench run`'s methods do different
+work by design on the same prompts, and it says so.
+
     __init__.py   the commands, and `ewe bench decode` (HF generate vs ewe's loop)
+    decode_weights.py  `ewe bench decode --weight-formats`: float32 / bfloat16 / int8 linear layers
     attention.py  the memory attention: compiled kernel vs fused PyTorch vs literal eq. 1
     retrieval.py  the embedded datastore: build rate, search latency, recall per index type
     refresh.py    a memory refresh and a backtrack vs the re-prefill a re-prompting method pays
@@ -10,7 +17,9 @@
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from contextlib import contextmanager
 
 from ..argtypes import command_group, non_negative_int, positive_int
 
@@ -22,8 +31,58 @@ def _median_rate(times: list[float], tokens: int) -> float:
     return tokens / statistics.median(times)
 
 
+class UnequalCounts(RuntimeError):
+    """The runs of a benchmark did not do the same number of tokens: their ratio would mean nothing."""
+
+
+@contextmanager
+def eos_masked(model, stop_ids):
+    """Every forward's logits with the end-of-sequence ids at -inf, for HF's loop and ewe's alike.
+
+    A benchmark decodes exactly n tokens on every side this way (what HF's `min_new_tokens`
+    does, applied to all runs), so no run can stop early and look faster per answer."""
+    ids = sorted(i for i in stop_ids if i is not None)
+    head = model.get_output_embeddings()
+
+    def mask(_module, _inputs, logits):
+        logits[..., ids] = float("-inf")
+        return logits
+
+    handle = head.register_forward_hook(mask) if ids else None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.remove()
+
+
+def check_equal_counts(produced: dict[str, int], expected: int, what: str = "tokens") -> None:
+    """Raise UnequalCounts unless every run produced `expected` {what}."""
+    off = {name: n for name, n in produced.items() if n != expected}
+    if off:
+        raise UnequalCounts(f"unequal work: every run must produce {expected} {what}, but "
+                            + ", ".join(f"{name} produced {n}" for name, n in off.items())
+                            + "; no ratio is given for different work")
+
+
+def hf_greedy(model, ids, n: int) -> list[int]:
+    """Plain HF `generate` (the unpatched attention), greedy: the decode baseline's new token ids."""
+    import torch
+
+    model.set_attn_implementation("sdpa")
+    try:
+        with torch.inference_mode():
+            out = model.generate(ids, max_new_tokens=n, do_sample=False)
+    finally:
+        model.set_attn_implementation("ewe")
+    return out[0, ids.shape[1]:].tolist()
+
+
 def bench_decode(args, load_ewe) -> int:
-    """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved."""
+    """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved.
+
+    Every run decodes exactly n tokens (end-of-sequence masked in all of them, `eos_masked`);
+    a run that produced another count fails the command instead of printing a ratio."""
     import torch
 
     from ..data.wiki import passage
@@ -39,52 +98,71 @@ def bench_decode(args, load_ewe) -> int:
     passages = [passage(t) for t in BENCH_TITLES[:k]]
     ids = torch.tensor([ewe.prompt_ids(BENCH_PROMPT)])
     model = ewe.model
+    tokens = {}
 
     def hf_generate():
-        model.set_attn_implementation("sdpa")  # the unpatched model
-        try:
-            with torch.inference_mode():
-                out = model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
-        finally:
-            model.set_attn_implementation("ewe")
-        return out.shape[1] - ids.shape[1]
+        return hf_greedy(model, ids, n)
 
     def ewe_plain():
-        r = ewe.generate(BENCH_PROMPT, passages=[], max_new_tokens=n)
-        return len(r.token_ids)
+        return ewe.generate(BENCH_PROMPT, passages=[], max_new_tokens=n).token_ids
 
     def ewe_memory():
-        r = ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=n)
-        return len(r.token_ids)
+        return ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=n).token_ids
 
-    ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)  # warm up, and encode the units once
-    runs = {"hf_generate": hf_generate, "ewe_k0": ewe_plain, f"ewe_k{k}": ewe_memory}
+    runs = {"hf_generate": hf_generate, "ewe_k0": ewe_plain}
+    if k:
+        runs[f"ewe_k{k}"] = ewe_memory
     times = {name: [] for name in runs}
-    produced = {}
-    for _ in range(args.repeats):
-        for name, fn in runs.items():
-            start = time.perf_counter()
-            produced[name] = fn()
-            times[name].append(time.perf_counter() - start)
+    counts = {name: [] for name in runs}  # every repeat's count, all checked
+    with eos_masked(model, ewe.stop_ids):
+        ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)  # warm up, and encode the units once
+        for _ in range(args.repeats):
+            for name, fn in runs.items():
+                start = time.perf_counter()
+                tokens[name] = fn()
+                times[name].append(time.perf_counter() - start)
+                counts[name].append(len(tokens[name]))
+    produced = {name: statistics.median_low(c) for name, c in counts.items()}
     print(f"decode: {n} new tokens, prompt {ids.shape[1]} tokens, {args.repeats} repeats interleaved, "
           f"dtype {ewe.config.model.dtype}, M={ewe.config.memory.unit_tokens}, threads {torch.get_num_threads()}")
-    print("units are encoded once (warm-up) and reused, as a passage already encoded is not encoded again")
+    print("equal work: every run decodes exactly the same number of tokens (end-of-sequence masked in all of "
+          "them), greedy, from the same prompt; units are encoded once (warm-up) and reused, as a passage "
+          "already encoded is not encoded again")
+    equal = all(c == n for cs in counts.values() for c in cs)
+    print(f"{'run':<14}{'tokens':>8}{'median s':>10}{'tok/s':>9}{'vs hf':>8}  same tokens as hf")
     base = _median_rate(times["hf_generate"], produced["hf_generate"])
-    print(f"{'run':<14}{'tokens':>8}{'median s':>10}{'tok/s':>9}{'vs hf':>8}")
     for name in runs:
         rate = _median_rate(times[name], produced[name])
-        print(f"{name:<14}{produced[name]:>8}{statistics.median(times[name]):>10.3f}{rate:>9.2f}{rate / base:>8.2f}")
+        same = {"hf_generate": "-", "ewe_k0": "yes" if tokens["ewe_k0"] == tokens["hf_generate"] else "NO"}.get(
+            name, "n/a (reads memory)")
+        ratio = f"{rate / base:>8.2f}" if equal else f"{'-':>8}"
+        print(f"{name:<14}{produced[name]:>8}{statistics.median(times[name]):>10.3f}{rate:>9.2f}{ratio}  {same}")
+    print("vs hf: tokens/s over HF generate's, the same token count on both sides; k=0 must write HF's tokens")
+    try:
+        check_equal_counts({f"{name} (repeat {i + 1})": c for name, cs in counts.items()
+                            for i, c in enumerate(cs)}, n)
+    except UnequalCounts as e:
+        print(f"ewe bench decode: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
 def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     which = command_group(sub, "bench", "benchmarks (medians and ratios, baseline in the same process)")
     d = which.add_parser("decode", help="HF generate vs ewe at k=0 and k units")
-    d.add_argument("--tokens", type=positive_int, default=64, help="new tokens per run")
+    d.add_argument("--tokens", type=positive_int, default=64,
+                   help="new tokens per run; every run decodes exactly this many (end-of-sequence masked)")
     d.add_argument("--units", type=non_negative_int, default=4, help="memory units for the memory run")
     d.add_argument("--repeats", type=positive_int, default=5)
+    from .decode_weights import run_weight_formats, weight_formats
+
+    d.add_argument("--weight-formats", type=weight_formats, default=None, metavar="LIST",
+                   help="compare the linear layers' weights, e.g. float32,bfloat16,int8: ewe at k=0 and k per "
+                        "format against HF generate on the model as loaded, and held-out perplexity "
+                        "(ewe/bench/decode_weights.py)")
     add_model_options(d)
-    d.set_defaults(func=lambda a: bench_decode(a, load_ewe), **{"memory.unit_tokens": 128})
+    d.set_defaults(func=lambda a: (run_weight_formats if a.weight_formats else bench_decode)(a, load_ewe),
+                   **{"memory.unit_tokens": 128})
 
     from .attention import add_bench_arguments, run_attention_bench
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from ..argtypes import positive_int
+from ..argtypes import positive_int, positive_ints
 from ..ops import extension
 from ..ops.fused import memory_attention_fused
 from ..ops.layer_memory import LayerMemory
@@ -38,6 +38,9 @@ HEADS, KV_HEADS, HEAD_DIM = 9, 3, 64
 GRID = [(k, 128, ctx) for ctx in (512, 2048) for k in (1, 4, 8, 16)]
 DESIGN_CASE = (8, 256, 1024)  # docs/DESIGN.md section 6: k = 8, M = 256, context 1024
 TARGETS = {"fused_over_ext": 1.0, "ref_over_ext": 6.0, "stream_fraction": 0.5}
+# Largest |difference| from the literal reference (the fused path when it is skipped) for which two
+# implementations count as computing the same output, so that timing them side by side compares equal work.
+SAME_OUTPUT_ATOL = {"float32": 1e-3, "bfloat16": 6e-2}
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Row:
     ext_gbps: float | None = None
     stream_gbps: float | None = None
     stream_fraction: float | None = None
+    max_diff: float | None = None  # largest |output - reference output| over the implementations timed
 
     @property
     def fused_over_ext(self):
@@ -73,6 +77,10 @@ def add_bench_arguments(parser) -> None:
     parser.add_argument("--layers", type=positive_int, default=30, help="distinct layers' tensors cycled through in decode")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--no-reference", action="store_true", help="skip the literal k+1-pass reference")
+    parser.add_argument("--case", dest="cases", action="append", type=positive_ints(3, "K,M,CTX"), default=None,
+                        help="a case to time instead of the default grid (repeatable), e.g. --case 8,256,1024")
+    parser.add_argument("--stream-mb", type=positive_int, default=256,
+                        help="size of the streaming-read buffer (larger than the caches; default 256)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", default=None, help="also write the rows to this file")
 
@@ -131,6 +139,24 @@ def _time_interleaved(fns: dict, layers, repeats, device, stream_buffer=None) ->
     return samples
 
 
+def same_outputs(fns: dict, layer, dtype_name: str, reference=None) -> float:
+    """Run every implementation once on the same inputs and return the largest |difference| from the
+    reference's output (`reference`, else the fused path's); raise if any is beyond SAME_OUTPUT_ATOL,
+    since timing implementations that compute different outputs would not compare equal work."""
+    q, key, value, memory = layer
+    scale = HEAD_DIM**-0.5
+    expected = (reference or fns["fused"])(q, key, value, memory, None, scale).float()
+    worst = 0.0
+    for name, fn in fns.items():
+        diff = (fn(q, key, value, memory, None, scale).float() - expected).abs().max().item()
+        if not diff <= SAME_OUTPUT_ATOL[dtype_name]:  # also catches NaN
+            raise RuntimeError(f"{name} computes another output than the reference ({dtype_name}: max |diff| "
+                               f"{diff:.3g} > {SAME_OUTPUT_ATOL[dtype_name]}): timing them side by side would not "
+                               "compare equal work")
+        worst = max(worst, diff)
+    return worst
+
+
 def paired_fraction(bytes_a: int, seconds_a: list[float], bytes_b: int, seconds_b: list[float]) -> float:
     """Median over repeats of (bandwidth of a) / (bandwidth of b), each repeat's pair timed
     back to back: a machine whose speed drifts during the run moves both sides of a ratio alike."""
@@ -167,14 +193,17 @@ def run_attention_bench(args) -> list[Row]:
         print(f"extension not available ({extension.load_error()}): timing fused and reference only; `make ext` builds it")
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     on_cpu = torch.device(device).type == "cpu"
-    stream = stream_bandwidth(repeats=max(5, repeats)) if on_cpu else None
+    stream = stream_bandwidth(repeats=max(5, repeats), megabytes=args.stream_mb) if on_cpu else None
     if stream:
-        print(f"streaming read (x.sum() over 256 MB): {stream:.1f} GB/s at the start; decode rows time it "
-              "again between their calls ('stream GB/s') and compare with that")
-    buffer = stream_buffer() if on_cpu and "decode" in args.modes else None
+        print(f"streaming read (x.sum() over {args.stream_mb} MB): {stream:.1f} GB/s at the start; decode rows time "
+              "it again between their calls ('stream GB/s') and compare with that")
+    print("fused/ext and ref/ext: the same layer call (same q, K, V and memory; every output checked equal to the "
+          "reference's, 'max|d|') timed interleaved; ext/stream: the extension's K/V read bandwidth as a fraction "
+          "of a plain streaming read's, not a speed-up")
+    buffer = stream_buffer(args.stream_mb) if on_cpu and "decode" in args.modes else None
 
     rows = []
-    cases = GRID + [DESIGN_CASE]
+    cases = [tuple(c) for c in args.cases] if args.cases else GRID + [DESIGN_CASE]
     for mode in args.modes:
         q_len = 1 if mode == "decode" else args.prefill_len
         for dtype_name in args.dtype:
@@ -187,10 +216,12 @@ def run_attention_bench(args) -> list[Row]:
                     fns["ext"] = extension.memory_attention_extension
                 if not args.no_reference:
                     fns["ref"] = memory_attention_reference
+                max_diff = same_outputs(fns, layers[0], dtype_name, memory_attention_reference
+                                        if not args.no_reference else None)
                 samples = _time_interleaved(fns, layers, repeats, device, buffer if mode == "decode" else None)
                 times = {name: statistics.median(ts) for name, ts in samples.items()}
                 row = Row(mode, dtype_name, k, M, ctx, times.get("ext", None) and times["ext"] * 1e3,
-                          times["fused"] * 1e3, times.get("ref", None) and times["ref"] * 1e3)
+                          times["fused"] * 1e3, times.get("ref", None) and times["ref"] * 1e3, max_diff=max_diff)
                 if "stream" in times:
                     row.stream_gbps = buffer.numel() * 4 / times["stream"] / 1e9
                 if mode == "decode" and row.ext_ms:
@@ -217,10 +248,10 @@ def _fmt(x, spec=".3f"):
 def _print_row(row: Row, header: bool) -> None:
     if header:
         print(f"{'mode':8} {'dtype':9} {'k':>3} {'M':>4} {'ctx':>5} | {'ext ms':>8} {'fused ms':>9} {'ref ms':>9} | "
-              f"{'fused/ext':>9} {'ref/ext':>8} | {'ext GB/s':>8} {'stream GB/s':>11} {'ext/stream':>10}")
+              f"{'fused/ext':>9} {'ref/ext':>8} {'max|d|':>8} | {'ext GB/s':>8} {'stream GB/s':>11} {'ext/stream':>10}")
     print(f"{row.mode:8} {row.dtype:9} {row.k:3d} {row.M:4d} {row.ctx:5d} | {_fmt(row.ext_ms):>8} "
           f"{_fmt(row.fused_ms):>9} {_fmt(row.ref_ms):>9} | {_fmt(row.fused_over_ext, '.2f'):>9} "
-          f"{_fmt(row.ref_over_ext, '.2f'):>8} | {_fmt(row.ext_gbps, '.1f'):>8} {_fmt(row.stream_gbps, '.1f'):>11} "
+          f"{_fmt(row.ref_over_ext, '.2f'):>8} {_fmt(row.max_diff, '.1e'):>8} | {_fmt(row.ext_gbps, '.1f'):>8} {_fmt(row.stream_gbps, '.1f'):>11} "
           f"{_fmt(row.stream_fraction, '.0%'):>10}",
           flush=True)
 

@@ -151,6 +151,8 @@ class ControlledRun(Hook):
             readable = [a for a in history if not looks_garbled(a.text)] or history
             best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
         self.settled.add((start, tuple(best.tokens)))
+        if best.check is not None:  # a candidate's: the restored sentence keeps the verdict it got
+            self.checks[(start, best.text)] = best.check
         self.trace.add("retries_exhausted", policy=policy, kept=best.text, attempts=len(history),
                        unsupported=[a.unsupported for a in history], why=why)
         if best is history[-1] and tuple(best.tokens) == tuple(self.tracker.tokens[start:start + len(best.tokens)]):
@@ -194,6 +196,7 @@ class ControlledRun(Hook):
                 c_check = self.checker.check_sentence(c.text, context=context, prompt=self.prompt)
                 self.seconds["check"] += time.perf_counter() - t0
                 c.unsupported = len(c_check.nonfactual_claims)
+                c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
                 judged.append((c, c_check, not self._needs_rewrite(c_check) and not looks_garbled(c.text)))
             self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
             passing = [(c, chk) for c, chk, ok in judged if ok]
@@ -340,7 +343,8 @@ class ControlledRun(Hook):
                               "needs_rewrite": check["needs_rewrite"] if check else None,
                               "verdict": check["verdict"] if check else None,
                               "evidence": _support(check),
-                              "failed_attempts": len(self.attempts.get(s.start, []))})
+                              "failed_attempts": len(self.attempts.get(s.start, [])),
+                              "rejected": [a.text.strip() for a in self.attempts.get(s.start, [])]})
             rewritten += bool(sentences[-1]["failed_attempts"] and check and not check["needs_rewrite"])
         tr = self.trace
         stats = ControlledStats(

@@ -28,6 +28,7 @@ class Attempt:
     entropies: list[float]
     text: str
     unsupported: int = 0
+    check: dict | None = None  # its check, as a trace "check" event's data (kept if this attempt is restored)
 
     @property
     def mean_logprob(self) -> float:

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import yaml
 
 from ..argtypes import command_group, non_negative_int, positive_int
+from ..ray_pool import add_ray_options
 
 
 def _sweeps(items: list[str]) -> dict[str, list]:
@@ -60,11 +62,19 @@ def cmd_run(args) -> int:
     from ..data.prompt_sets import SUFFIX
 
     overrides = {"decoding.max_new_tokens": args.max_new_tokens, "decoding.temperature": 0.0}
+    if args.ray_workers is not None and args.ray is None:
+        raise SystemExit("ewe eval run: --ray-workers needs --ray auto|ADDRESS")
     try:
-        result = run_eval(args.methods.split(","), args.datasets.split(","), Path(args.out), n=args.n, seed=args.seed,
-                          suffix=None if args.no_suffix else SUFFIX, eval_config=args.eval_config,
-                          overrides=overrides, sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method,
-                          sweep_n=args.sweep_n, use_articles=not args.no_articles)
+        with ExitStack() as stack:
+            pool = None
+            if args.ray is not None:  # Ray workers generate; scoring stays here
+                from ..ray_pool import RayPool
+
+                pool = stack.enter_context(RayPool(args.ray, args.ray_workers))
+            result = run_eval(args.methods.split(","), args.datasets.split(","), Path(args.out), n=args.n,
+                              seed=args.seed, suffix=None if args.no_suffix else SUFFIX, eval_config=args.eval_config,
+                              overrides=overrides, sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method,
+                              sweep_n=args.sweep_n, use_articles=not args.no_articles, pool=pool)
     except (EvalError, RunError) as e:
         raise SystemExit(f"ewe eval run: {e}") from None
     _print_table(result["summaries"])
@@ -115,4 +125,5 @@ def add_eval_commands(sub) -> None:
                         "KEY1+KEY2=V1,... sets both keys, e.g. memory.retrieval_units+retrieval.top_k=1,4,8")
     r.add_argument("--sweep-method", default="ewe")
     r.add_argument("--sweep-n", type=positive_int, help="prompts per swept value (default: all of the first dataset)")
+    add_ray_options(r)
     r.set_defaults(func=cmd_run)

@@ -3,7 +3,9 @@ scores and a report, all under one output folder and all resumable.
 
     OUT/prompts/<dataset>.jsonl           the prompts used
     OUT/<dataset>/<method>.jsonl          generations (ewe run's format: text, trace, stats)
-    OUT/<dataset>/<method>.details.jsonl  claims, verdicts, evidence, scores per response
+    OUT/<dataset>/<method>.details.jsonl  claims, verdicts, evidence, scores per response, and the
+                                          method's own sentence records (its checker's verdicts and
+                                          cited passages) for the report
     OUT/sweeps/<param>=<value>/...        the same for each swept value
     OUT/summary.json, OUT/report/         the table, plots, HTML page and audit sample
 
@@ -124,6 +126,54 @@ def method_configs(methods: list[str], overrides: dict) -> dict[str, EWEConfig]:
             for name, m in zip(bases, methods)}
 
 
+def _cite_key(e: dict) -> tuple:
+    return (e.get("source_id"), e.get("start"), e.get("end"), e.get("title"))
+
+
+def run_sentences(row: dict) -> list[dict] | None:
+    """A result line's own sentence records, as the report shows them: each kept sentence's text,
+    whether the method's checker read it and its verdict (EWE's controller; Streaming-/Full-VR
+    record only whether it passed), and the passages it cited (title, source, character offsets
+    in the source, score, the claim they support), with each passage's text when a check in the
+    run's trace read it. None when the method keeps no sentence records (plain generation)."""
+    sentences = row.get("sentences")
+    if not isinstance(sentences, list) or not sentences:
+        return None
+    texts = {}
+    for event in row.get("trace") or []:
+        if isinstance(event, dict) and event.get("type") == "check":
+            for v in event.get("verdicts") or []:
+                for e in v.get("evidence") or []:
+                    if isinstance(e, dict) and e.get("text"):
+                        texts.setdefault(_cite_key(e), e["text"])
+    out = []
+    for s in sentences:
+        if not isinstance(s, dict):
+            continue
+        evidence = [{**e, **({"text": texts[_cite_key(e)]} if _cite_key(e) in texts and "text" not in e else {})}
+                    for e in s.get("evidence") or [] if isinstance(e, dict)]
+        out.append({"text": str(s.get("text", "")), "checked": bool(s.get("checked")), "verdict": s.get("verdict"),
+                    "needs_rewrite": s.get("needs_rewrite"), "evidence": evidence})
+    return out
+
+
+def attach_run_sentences(details: list[dict], results: Path) -> list[dict]:
+    """Put each response's `run_sentences` (from its line of `results`) into its details line,
+    fresh on every run, like the stats: details checked by an older ewe get them too."""
+    by_id = {str(r["id"]): r for r in read_results(results)}
+    for d in details:
+        d.pop("run_sentences", None)
+        kept = run_sentences(by_id.get(d["id"], {}))
+        if kept is not None:
+            d["run_sentences"] = kept
+    return details
+
+
+def _generator(loader: Loader, pool, config: EWEConfig):
+    """What generates with `config`: an EWE loaded here, or the Ray workers of `pool`."""
+    return pool.use(config) if pool is not None else loader.load(config)
+
+
 class EvalError(ValueError):
     """An evaluation folder that does not match what the command asks for."""
 
@@ -132,8 +182,11 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
              suffix: str | None = SUFFIX, eval_config: str | Path = CONFIGS / "eval.yaml",
              overrides: dict | None = None, sweeps: dict[str, list] | None = None, sweep_method: str = "ewe",
              sweep_n: int | None = None, use_articles: bool = True, progress: bool = True,
-             loader: Loader | None = None) -> dict:
-    """Generate, score and report; returns {"summaries", "sweeps", "report"}."""
+             loader: Loader | None = None, pool=None) -> dict:
+    """Generate, score and report; returns {"summaries", "sweeps", "report"}.
+
+    `pool`: an open RayPool (ewe/ray_pool.py, `ewe eval run --ray`): its workers generate (each
+    loading every method's model and datastore once); scoring stays in this process."""
     overrides = dict(overrides or {})
     configs = method_configs(methods, overrides)  # fail early
     for ds in datasets:
@@ -149,7 +202,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
     failed = []
     for ds, prompts in prompt_files.items():
         for name, cfg in configs.items():
-            s = run_prompts(loader.load(cfg), prompts, out / ds / f"{name}.jsonl", progress=progress)
+            s = run_prompts(_generator(loader, pool, cfg), prompts, out / ds / f"{name}.jsonl", progress=progress)
             if s["errors"]:
                 failed.append(f"{name} on {ds}: {s['errors']} (see {s['output']}.errors.jsonl)")
     if failed:
@@ -163,6 +216,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
                                         progress) for name in configs}
         dataset_k[ds] = score_dataset(runs)
         for name, rows in runs.items():
+            attach_run_sentences(rows, out / ds / f"{name}.jsonl")
             path = out / ds / f"{name}.details.jsonl"
             write_jsonl(path, rows)
             s = summarize(rows, name, ds, dataset_k[ds], scorer.checker_name, path)
@@ -186,9 +240,10 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
             swept = {key: value for key in param.split("+")}
             cfg = EWEConfig.from_yaml(base, **{**overrides_for(EWEConfig.from_yaml(base).method, overrides), **swept})
             results = folder / f"{method_name(sweep_method)}.jsonl"
-            run_prompts(loader.load(cfg), prompts, results, progress=progress)
+            run_prompts(_generator(loader, pool, cfg), prompts, results, progress=progress)
             rows = scorer.check_file(results, folder / "details.jsonl", method_name(sweep_method), ds, progress)
             apply_scores(rows, dataset_k[ds])
+            attach_run_sentences(rows, results)
             write_jsonl(folder / "details.jsonl", rows)
             s = summarize(rows, method_name(sweep_method), ds, dataset_k[ds], scorer.checker_name,
                           folder / "details.jsonl")
@@ -221,7 +276,8 @@ def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CON
             for name, r in zip(names, results)}
     K = score_dataset(runs, K)
     summaries = []
-    for name, rows in runs.items():
+    for (name, rows), r in zip(runs.items(), results):
+        attach_run_sentences(rows, Path(r))
         write_jsonl(out / f"{name}.details.jsonl", rows)
         summaries.append(summarize(rows, name, dataset, K, scorer.checker_name, out / f"{name}.details.jsonl"))
     from .report import write_report

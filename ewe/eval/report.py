@@ -6,8 +6,11 @@
   like the EWE paper, CSV with the raw numbers);
 - f1_by_method.png, and sweep_<param>.png per swept parameter (F1, precision, recall
   against the value, one colour per method / dataset, like the paper's section 5 figures);
-- index.html: one self-contained page with the tables, the plots and every response,
-  sentence by sentence, each claim's verdict colour-coded with its evidence;
+- index.html: one self-contained page (plots embedded, no script, no external asset) with the
+  tables, the plots and every response, sentence by sentence: the method's own checker verdict
+  with the passages it cited (title, source, character offsets, text when known; EWE's
+  controller, "none" for methods that check nothing), and the scorer's verdict of each claim,
+  colour-coded with its evidence;
 - audit.jsonl / audit.md: a seeded random sample of checked claims, every label present
   at least once, with an empty "human_label" to fill in, to judge the metric itself.
 
@@ -16,6 +19,7 @@ temporary file beside it and then os.replace'd, so a report is never half writte
 """
 from __future__ import annotations
 
+import base64
 import csv
 import html
 import io
@@ -144,6 +148,22 @@ def _check_response(rec, summary: dict, where: str) -> None:
             raise ValueError(f"{where}, sentence {j}: claims must be a list")
         for c, claim in enumerate(sent["claims"]):
             _check_claim(claim, f"{where}, sentence {j}, claim {c}")
+    _check_run_sentences(rec.get("run_sentences"), where)
+
+
+def _check_run_sentences(sentences, where: str) -> None:
+    """The method's own sentence records (optional: plain generation keeps none)."""
+    if sentences is None:
+        return
+    if not isinstance(sentences, list):
+        raise ValueError(f"{where}: run_sentences must be a list")
+    for j, sent in enumerate(sentences):
+        _require(sent, ("text",), f"{where}, run sentence {j}")
+        evidence = sent.get("evidence") or []
+        if not isinstance(evidence, list):
+            raise ValueError(f"{where}, run sentence {j}: evidence must be a list")
+        for k, e in enumerate(evidence):
+            _require(e, ("title",), f"{where}, run sentence {j}, evidence {k}")
 
 
 def _load_details(summary: dict) -> list[dict]:
@@ -397,6 +417,108 @@ def _audit_md(sample: list[dict], title: str) -> str:
 
 # ---------------------------------------------------------------- HTML page
 
+# a checker verdict -> the colour class it shares with the scorer's labels
+_CHECK_CLASS = {"supported": "supported", "passed": "supported", "unsupported": "unsupported",
+                "flagged, refined": "unsupported", "error": "unsupported", "not_enough_evidence": "not_enough_evidence"}
+_SNIPPET = 320  # characters of a cited passage shown under its title
+
+
+def _norm(text) -> str:
+    return " ".join(str(text).split())
+
+
+def _locate(response: str, texts: list[str]) -> list[tuple[int, int] | None]:
+    """Where each text lies in the response, searching on from the one before (None: not in it)."""
+    spans, at = [], 0
+    for text in texts:
+        text = str(text).strip()
+        i = response.find(text, at) if text else -1
+        spans.append((i, i + len(text)) if i >= 0 else None)
+        if i >= 0:
+            at = i + len(text)
+    return spans
+
+
+def _check_label(s: dict) -> str:
+    """One of the method's sentence records, its checker verdict in words."""
+    if not s.get("checked"):
+        return "not checked"
+    if s.get("verdict"):
+        return str(s["verdict"]).replace("_", " ")
+    return {False: "passed", True: "flagged, refined"}.get(s.get("needs_rewrite"), "checked")
+
+
+def _offsets(e: dict) -> str:
+    start, end = e.get("start"), e.get("end")
+    return f"chars {start}–{end}" if _is_number(start) and _is_number(end) else "offsets unknown"
+
+
+def _snippet(text: str) -> str:
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET].rstrip() + "…"
+
+
+def _check_view(s: dict, scored_text: str) -> dict:
+    """One of the method's sentence records as the page shows it: verdict, its colour, the passages."""
+    label = _check_label(s)
+    return {
+        "label": label, "cls": _CHECK_CLASS.get(str(s.get("verdict") or label), "unknown"),
+        "checked": bool(s.get("checked")),
+        "text": "" if _norm(s["text"]) == _norm(scored_text) else str(s["text"]).strip(),  # split differently
+        "evidence": [{"title": str(e.get("title") or "(untitled)"), "source_id": str(e.get("source_id") or ""),
+                      "offsets": _offsets(e), "score": e.get("score"), "claim": str(e.get("claim") or ""),
+                      "text": _snippet(str(e.get("text") or ""))} for e in s.get("evidence") or []],
+    }
+
+
+def _sentence_views(rec: dict, has_checker: bool) -> tuple[list[dict], list[dict]]:
+    """The scored sentences of one response, each with the method's own checker records of the
+    sentence(s) it overlaps and the scorer's claim tally; then the method's sentence records the
+    scored text does not hold (normally none)."""
+    scored = rec["sentences"]
+    own = (rec.get("run_sentences") or []) if has_checker else []  # a method that checks nothing: "none"
+    spans = _locate(rec["response"], [s["text"] for s in scored])
+    own_spans = _locate(rec["response"], [s["text"] for s in own])
+    used, views = set(), []
+    for s, span in zip(scored, spans):
+        mine = [i for i, (o, o_span) in enumerate(zip(own, own_spans))  # overlapping, else the same text
+                if (o_span[0] < span[1] and span[0] < o_span[1] if span and o_span
+                    else _norm(o["text"]) == _norm(s["text"]))]
+        used.update(mine)
+        n = len(s["claims"])
+        good = sum(c["label"] == "supported" for c in s["claims"])
+        views.append({
+            "text": s["text"], "claims": s["claims"],
+            "checks": [_check_view(own[i], s["text"]) for i in mine],
+            "checker_note": "" if mine else ("no record of this sentence" if has_checker else "none"),
+            "scorer": f"{good}/{n} claim{'' if n == 1 else 's'} supported" if n else "no checkable claims",
+        })
+    rest = [_check_view(o, "") for i, o in enumerate(own) if i not in used and _norm(o["text"])]
+    return views, rest
+
+
+def _checker_tally(rec: dict) -> str:
+    """'4/5 sentences supported' by the method's own checker, or '' when it checked none."""
+    checked = [s for s in rec.get("run_sentences") or [] if s.get("checked")]
+    if not checked:
+        return ""
+    good = sum(_check_label(s) in ("supported", "passed") for s in checked)
+    return f"{good}/{len(checked)} sentence{'' if len(checked) == 1 else 's'} supported"
+
+
+def _group_view(summary: dict, records: list[dict]) -> dict:
+    """One method on one dataset: whether it checks while it writes (the summary's in-loop checker,
+    else its records), and every response's sentence views."""
+    named = summary.get("in_loop_checker")
+    named = named if isinstance(named, str) and named.strip() not in ("", "-") else ""
+    has_checker = bool(named) or any(s.get("checked") for r in records for s in r.get("run_sentences") or [])
+    views = []
+    for rec in records:
+        sentences, rest = _sentence_views(rec, has_checker)
+        views.append({**rec, "views": sentences, "rest": rest, "checker_tally": _checker_tally(rec)})
+    return {"method": summary["method"], "dataset": summary["dataset"], "records": views,
+            "has_checker": has_checker, "checker_name": named}
+
+
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
 <style>
@@ -407,16 +529,30 @@ th:first-child,td:first-child,td:last-child{text-align:left}
 th{background:#f4f4f4} td.best{font-weight:bold}
 img{max-width:100%;border:1px solid #eee}
 details{margin:.25rem 0} summary{cursor:pointer}
-.sentence{margin:.7rem 0 .2rem}
+.sentence{margin:.9rem 0 .4rem;padding-top:.4rem;border-top:1px dotted #ddd}
+.stext{margin:0 0 .25rem;font-size:1.02em}
 .claim{margin:.15rem 0 .15rem 1.5rem;padding:.15rem .5rem;border-left:4px solid #999}
+.check{margin:.15rem 0 .15rem 1.5rem;padding:.2rem .5rem;border:1px solid #999;border-radius:4px}
 .supported{border-color:#2e7d32;background:#e8f5e9}
 .unsupported{border-color:#c62828;background:#ffebee}
 .not_enough_evidence{border-color:#f9a825;background:#fff8e1}
+.check.none,.check.unknown{border-style:dashed;background:#fafafa;color:#555}
+.tally{margin:.15rem 0 .15rem 1.5rem}
 .verdict{font-weight:bold;font-size:.8em;text-transform:uppercase}
+.tag{display:inline-block;min-width:4.5em;font-size:.75em;font-weight:bold;letter-spacing:.03em;color:#fff;
+background:#37474f;border-radius:3px;padding:0 .35em;text-align:center}
+.tag.scorer{background:#6a1b9a}
+.sources{margin:.2rem 0 .1rem;padding-left:1.2rem;font-size:.9em}
+.cite{font-family:ui-monospace,monospace;font-size:.9em;color:#333}
+blockquote{margin:.15rem 0 .3rem .5rem;padding-left:.5rem;border-left:2px solid #ccc;color:#444}
 .evidence{margin-left:1rem;font-size:.9em;color:#444}
 .muted{color:#777;font-size:.9em} pre{white-space:pre-wrap;background:#fafafa;padding:.5rem}
 </style></head><body>
 <h1>{{ title }}</h1>
+<p>Each sentence shows two verdicts that come from different places:
+<span class="tag">checker</span> the method's own check while it wrote (EWE's controller), with the passages it
+cited (title, source, character offsets in the source); methods without a checker show none;
+<span class="tag scorer">scorer</span> the evaluation's independent checker, claim by claim, which the scores count.</p>
 <p>Verdicts: {% for label in labels %}<span class="claim {{ label }}">{{ label }}</span> {% endfor %}</p>
 <p class="muted">Precision, recall and F1@K in %; other columns are means per response. Claim sample for a
 human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl</a>.</p>
@@ -427,40 +563,57 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 {% endfor %}</tbody></table>
 {% endfor %}
 <h2>Plots</h2>
-{% for src, caption in plots.items() %}<figure><img src="{{ src }}" alt="{{ caption }}"><figcaption class="muted">{{ caption }}</figcaption></figure>
+{% for plot in plots %}<figure><img src="{{ plot.src }}" alt="{{ plot.caption }}"><figcaption class="muted">{{ plot.caption }} ({{ plot.name }})</figcaption></figure>
 {% endfor %}
 <h2>Responses</h2>
-{% for group in groups %}<h3>{{ group.dataset }} · {{ group.method }} <span class="muted">({{ group.records|length }} responses)</span></h3>
-{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · {{ r.n_supported }}/{{ r.n_claims }} supported · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
+{% for group in groups %}<h3>{{ group.dataset }} · {{ group.method }} <span class="muted">({{ group.records|length }} responses;
+{% if group.checker_name %} checker: {{ group.checker_name }}{% elif group.has_checker %} checker: the method's own{% else %} checker: none, this method checks nothing while it writes{% endif %})</span></h3>
+{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · scorer: {{ r.n_supported }}/{{ r.n_claims }} claims supported{% if r.checker_tally %} · checker: {{ r.checker_tally }}{% endif %} · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
 <p><b>Prompt:</b> {{ r.prompt }}</p>
 <details><summary>Full response</summary><pre>{{ r.response }}</pre></details>
-{% for s in r.sentences %}<div class="sentence">{{ s.text }}</div>
+{% for s in r.views %}<div class="sentence"><p class="stext">{{ s.text }}</p>
+{% for k in s.checks %}<div class="check {{ k.cls }}"><span class="tag">checker</span> <span class="verdict">{{ k.label }}</span>{% if k.text %} <span class="muted">(its sentence: “{{ k.text }}”)</span>{% endif %}
+{% if k.evidence %}<ul class="sources">
+{% for e in k.evidence %}<li><b>{{ e.title }}</b> <span class="cite">{% if e.source_id %}{{ e.source_id }} · {% endif %}{{ e.offsets }}{% if e.score is not none %} · score {{ num(e.score) }}{% endif %}</span>{% if e.claim %} <span class="muted">for “{{ e.claim }}”</span>{% endif %}
+{% if e.text %}<blockquote>{{ e.text }}</blockquote>{% endif %}</li>
+{% endfor %}</ul>{% elif k.checked %} <span class="muted">no supporting passage</span>{% endif %}</div>
+{% else %}<div class="check none"><span class="tag">checker</span> {{ s.checker_note }}</div>
+{% endfor %}
+<div class="tally"><span class="tag scorer">scorer</span> {{ s.scorer }}</div>
 {% for c in s.claims %}<div class="claim {{ c.label }}"><span class="verdict">{{ c.label|replace("_", " ") }}</span> <span class="muted">{{ num(c.score) }}</span> {{ c.text }}
 {% if c.error %}<div class="muted">checker error: {{ c.error }}</div>{% endif %}
 {% if c.evidence %}<details class="evidence"><summary>evidence ({{ c.evidence|length }})</summary><ul>
 {% for e in c.evidence %}<li><b>{{ e.title }}</b> <span class="muted">({{ num(e.get('score')) }})</span>: {{ e.text }}</li>
 {% endfor %}</ul></details>{% endif %}</div>
-{% else %}<div class="claim muted">no claims</div>
-{% endfor %}{% else %}<p class="muted">no sentences</p>
-{% endfor %}</details>
+{% endfor %}</div>
+{% else %}<p class="muted">no sentences</p>
+{% endfor %}
+{% if r.rest %}<p class="muted">Sentences the method recorded that the scored text does not hold:</p>
+{% for k in r.rest %}<div class="check {{ k.cls }}"><span class="tag">checker</span> <span class="verdict">{{ k.label }}</span> {{ k.text }}</div>
+{% endfor %}{% endif %}
+</details>
 {% endfor %}{% endfor %}
 </body></html>
 """
 
 
 def _index_html(title: str, summaries: list[dict], runs: list[tuple[dict, list[dict]]],
-                plots: dict[str, str]) -> str:
-    """The whole report in one page; autoescape, so model output can never inject markup."""
+                plots: dict[str, str], images: dict[str, bytes]) -> str:
+    """The whole report in one page; autoescape, so model output can never inject markup; the
+    plots embedded as data: URLs, so the page alone is the whole report."""
     from jinja2 import Environment
 
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(pct=_pct, num=lambda v: _fmt(v, "three"))
-    records = {(s["method"], s["dataset"]): recs for s, recs in runs}
-    groups = [{"method": s["method"], "dataset": dataset, "records": records[(s["method"], dataset)]}
-              for dataset, rows in _by_dataset(summaries).items() for s in rows]
+    records = {(s["method"], s["dataset"]): (s, recs) for s, recs in runs}
+    groups = [_group_view(*records[(s["method"], dataset)]) for dataset, rows in _by_dataset(summaries).items()
+              for s in rows]
+    figures = [{"name": name, "caption": caption,
+                "src": "data:image/png;base64," + base64.b64encode(images[name]).decode("ascii")}
+               for name, caption in plots.items()]
     return env.from_string(_PAGE).render(
         title=title, labels=LABELS, headers=[h for h, _, _ in COLUMNS], f1_col=_F1_COL,
-        tables=_table_rows(summaries), plots=plots, groups=groups)
+        tables=_table_rows(summaries), plots=figures, groups=groups)
 
 
 # ---------------------------------------------------------------- entry point
@@ -492,5 +645,5 @@ def write_report(summaries: list[dict], out_dir, sweeps: list[dict] | None = Non
     sample = _audit_sample(_all_claims(runs), audit_size, seed)
     files["audit.jsonl"] = "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in sample)
     files["audit.md"] = _audit_md(sample, title)
-    files["index.html"] = _index_html(title, summaries, runs, plots)
+    files["index.html"] = _index_html(title, summaries, runs, plots, files)
     return {name: atomic_write(out / name, data) for name, data in files.items()}

@@ -99,7 +99,9 @@ class UnitEncoder:
     def _encode_batch(self, items: list[tuple[str, str, dict]]) -> list[MemoryUnit]:
         tokenized = [self.tokenize(text) for _, text, _ in items]
         lengths = [len(ids) for ids, _ in tokenized]
-        width = max(lengths)
+        # Always M wide: a unit's keys must not depend on which passages shared its batch (a wider
+        # batch shifts their last bits, and results would depend on the order prompts ran in).
+        width = self.unit_tokens
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         device = next(self.model.parameters()).device
         input_ids = torch.full((len(items), width), pad, dtype=torch.long, device=device)

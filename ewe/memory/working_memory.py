@@ -20,8 +20,10 @@ POOLS = ("retrieval", "feedback")
 class WorkingMemory:
     """k units of at most M tokens each, split between a retrieval and a feedback pool."""
 
-    def __init__(self, encoder: UnitEncoder, retrieval_units: int, feedback_units: int):
+    def __init__(self, encoder: UnitEncoder, retrieval_units: int, feedback_units: int,
+                 temperature: float = 1.0, lse_scale: float = 1.0):
         self.encoder = encoder
+        self.readout = {"temperature": temperature, "lse_scale": lse_scale}  # APE's, see LayerMemory
         self.pools = {"retrieval": MemoryPool("retrieval", retrieval_units), "feedback": MemoryPool("feedback", feedback_units)}
         self.version = 0
         self._states: dict[int, MemoryState] = {}  # row count -> the view, for `_states_version`
@@ -102,7 +104,7 @@ class WorkingMemory:
         if self._states_version != self.version:
             self._states, self._states_version = {}, self.version
         if rows not in self._states:
-            self._states[rows] = MemoryState.from_rows([self.units] * rows)
+            self._states[rows] = MemoryState.from_rows([self.units] * rows, **self.readout)
         return self._states[rows]
 
 
@@ -119,16 +121,19 @@ class MemoryState:
     bias: torch.Tensor | None
     unit_bounds: list[list[tuple[int, int]]]
     log_ctx_weight: torch.Tensor
+    temperature: float = 1.0
+    lse_scale: float = 1.0
 
     @property
     def is_empty(self) -> bool:
         return not any(self.unit_bounds)
 
     def layer(self, idx: int) -> LayerMemory:
-        return LayerMemory(self.keys[idx], self.values[idx], self.bias, self.unit_bounds, self.log_ctx_weight)
+        return LayerMemory(self.keys[idx], self.values[idx], self.bias, self.unit_bounds, self.log_ctx_weight,
+                           self.temperature, self.lse_scale)
 
     @classmethod
-    def from_rows(cls, rows: list[list[MemoryUnit]]) -> "MemoryState":
+    def from_rows(cls, rows: list[list[MemoryUnit]], temperature: float = 1.0, lse_scale: float = 1.0) -> "MemoryState":
         bounds, totals = [], []
         for units in rows:
             start, b = 0, []
@@ -140,7 +145,7 @@ class MemoryState:
         n = max(totals)
         log_w = LayerMemory.context_weight([len(b) for b in bounds])
         if n == 0:
-            return cls([], [], None, bounds, log_w)
+            return cls([], [], None, bounds, log_w, temperature, lse_scale)
         ref = next(u for units in rows for u in units)
         n_layers, hkv, _, d = ref.keys.shape
         shape = (len(rows), n_layers, hkv, n, d)
@@ -162,4 +167,6 @@ class MemoryState:
             bias,
             bounds,
             log_w,
+            temperature,
+            lse_scale,
         )

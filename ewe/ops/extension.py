@@ -83,8 +83,8 @@ def supports(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, memory
     """Whether the extension handles these inputs (else "auto" runs the fused PyTorch path)."""
     # Asked once per layer per decoded token: device indices (ints) are compared rather than
     # torch.device objects, which cost several microseconds a call with the caches cold.
-    if not available():
-        return False
+    if not available() or not memory.is_eq1:
+        return False  # the kernel computes eq. 1 only; APE's read-out runs on the fused path
     dtype, device_index, on_cpu = query.dtype, query.get_device(), query.is_cpu
     tensors = (key, value, memory.key, memory.value)
     if any(t.dtype != dtype or t.get_device() != device_index or t.is_cpu != on_cpu for t in tensors):
@@ -118,6 +118,9 @@ def memory_attention_extension(query: Tensor, key: Tensor, value: Tensor, memory
         if not available():
             raise RuntimeError(f"the compiled memory-attention extension is not available ({load_error()}); {BUILD_HINT}")
         op = _state["op"]
+    if not memory.is_eq1:
+        raise ValueError(f"the compiled kernel computes eq. 1 only, not APE's read-out (memory.temperature="
+                         f"{memory.temperature}, memory.lse_scale={memory.lse_scale}); use attention_impl auto or fused")
     ctx_bias = None
     if ctx_mask is not None:
         ctx_bias = _last_dim_contiguous(context_bias(ctx_mask, query.shape[2], key.shape[2], query.device))

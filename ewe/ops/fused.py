@@ -55,6 +55,10 @@ def memory_attention_fused(query: Tensor, key: Tensor, value: Tensor, memory: La
     if bias_c is not None and group > 1:  # rows of the folded query axis are (group, Q): repeat the mask per group
         bias_c = bias_c.unsqueeze(2).expand(bias_c.shape[0], 1, group, Q, L).reshape(-1, 1, group * Q, L)
     out_c, lse_c = attention_state(q, key, value, bias_c, scale)
-    out_m, lse_m = attention_state(q, memory.key, memory.value, memory.bias, scale)
+    if memory.is_eq1:
+        out_m, lse_m = attention_state(q, memory.key, memory.value, memory.bias, scale)
+    else:  # APE's read-out (see LayerMemory)
+        out_m, lse_m = attention_state(q, memory.key, memory.value, memory.bias, scale / memory.temperature)
+        lse_m = lse_m * (memory.temperature * memory.lse_scale)
     out, _ = merge_states(out_m, lse_m, out_c, lse_c + memory.log_ctx_weight)
     return out.view(B, Hq, Q, D).transpose(1, 2).to(query.dtype)

@@ -24,6 +24,11 @@ class LayerMemory:
                      reference needs units apart, the fused path only their count.
     log_ctx_weight:  [B, 1, 1, 1] float32, log(k_b + 1) for row b holding k_b units:
                      eq. 1 counts the context once per memory unit plus once alone.
+    temperature, lse_scale:
+                     APE's training-free read-out (Yang et al., 2025; DESIGN.md section 6):
+                     memory logits divided by T, and the memory group's log-sum-exp
+                     multiplied by T * S before it is merged with the context's. 1 and 1
+                     (the default) is eq. 1 exactly.
     """
 
     key: torch.Tensor
@@ -31,6 +36,13 @@ class LayerMemory:
     bias: torch.Tensor | None
     unit_bounds: list[list[tuple[int, int]]]
     log_ctx_weight: torch.Tensor
+    temperature: float = 1.0
+    lse_scale: float = 1.0
+
+    @property
+    def is_eq1(self) -> bool:
+        """Whether this is the paper's eq. 1 (no APE read-out)."""
+        return self.temperature == 1.0 and self.lse_scale == 1.0
 
     @property
     def num_units(self) -> list[int]:

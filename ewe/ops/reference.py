@@ -7,6 +7,8 @@ alpha_i = sum of exp(scores) of that pass.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -38,6 +40,8 @@ def memory_attention_reference(query: Tensor, key: Tensor, value: Tensor, memory
     v_c = value.float().repeat_interleave(group, dim=1)
     k_m = memory.key.float().repeat_interleave(group, dim=1)
     v_m = memory.value.float().repeat_interleave(group, dim=1)
+    if not memory.is_eq1:
+        return _ape_reference(q, k_c, v_c, k_m, v_m, bias_c, memory, scale).transpose(1, 2).to(query.dtype)
     rows = []
     for b in range(B):
         outs, log_alphas = [], []
@@ -56,3 +60,22 @@ def memory_attention_reference(query: Tensor, key: Tensor, value: Tensor, memory
         rows.append((weights * torch.stack(outs)).sum(dim=0))
     out = torch.cat(rows, dim=0)  # [B, Hq, Q, D]
     return out.transpose(1, 2).to(query.dtype)
+
+
+def _ape_reference(q, k_c, v_c, k_m, v_m, bias_c, memory: LayerMemory, scale: float) -> Tensor:
+    """Eq. 1 with APE's read-out, plainly: the units' tokens as one group attended at temperature T,
+    its log-normalizer times T * S, weighed against the context's (counted k + 1 times, as in eq. 1)."""
+    T, S = memory.temperature, memory.lse_scale
+    rows = []
+    for b in range(q.shape[0]):
+        o_c, la_c = _attend(q[b : b + 1], k_c[b : b + 1], v_c[b : b + 1], bias_c[b : b + 1], scale)
+        bounds = memory.unit_bounds[b]
+        if not bounds:
+            rows.append(o_c)
+            continue
+        keys = torch.cat([k_m[b : b + 1, :, s:e] for s, e in bounds], dim=2)
+        vals = torch.cat([v_m[b : b + 1, :, s:e] for s, e in bounds], dim=2)
+        o_m, la_m = _attend(q[b : b + 1], keys, vals, torch.zeros(1, 1, 1, keys.shape[2]), scale / T)
+        weights = torch.softmax(torch.stack([la_m * (T * S), la_c + math.log(len(bounds) + 1)]), dim=0)
+        rows.append(weights[0] * o_m + weights[1] * o_c)
+    return torch.cat(rows, dim=0)

@@ -1,0 +1,219 @@
+"""Every `ewe bench` subcommand, end to end through the CLI on the tiny model and tiny inputs.
+
+Each runs in about a second (the judge's in a few: it loads the shipped judge and MiniLM); the
+numbers are not checked for speed, only that every table has its rows, that every ratio is
+positive and finite, and that the two sides of each ratio did the same work (the same token
+counts, the same outputs)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+import yaml
+from scripted import ScriptedChecker, scripted_model, text_script
+from test_controller import B_WRONG, FakeDatastore, corrected_by_feedback
+from tiny import tiny_ewe, tiny_tokenizer
+
+from ewe import EWE, cli
+from ewe.bench import UnequalCounts, check_equal_counts
+from ewe.config import EWEConfig
+
+TINY = ["--unit-tokens", "24"]  # the tiny model's memory units
+
+
+def positive(x: str | float) -> float:
+    v = float(x)
+    assert v > 0 and math.isfinite(v), x
+    return v
+
+
+def rows(out: str, first: str) -> dict[str, list[str]]:
+    """The table lines whose first column is one of `first`'s words, split on whitespace."""
+    names = first.split()
+    return {line.split()[0]: line.split() for line in out.splitlines() if line.split() and line.split()[0] in names}
+
+
+@pytest.fixture(scope="module")
+def base():
+    return tiny_ewe()
+
+
+@pytest.fixture
+def tiny_cli(base, monkeypatch):
+    """`ewe` commands load the tiny model, configured as their options say."""
+
+    def load(args):
+        return EWE(base.model, base.tokenizer, EWEConfig.build(base.config.model_dump(), **cli._overrides(args)))
+
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    return load
+
+
+# -- decode ---------------------------------------------------------------------------------------
+
+
+def test_decode_every_run_decodes_the_same_count(tiny_cli, capsys):
+    assert cli.main(["bench", "decode", "--tokens", "6", "--units", "2", "--repeats", "2", *TINY]) == 0
+    out = capsys.readouterr().out
+    table = rows(out, "hf_generate ewe_k0 ewe_k2")
+    assert set(table) == {"hf_generate", "ewe_k0", "ewe_k2"}
+    for name, cols in table.items():
+        assert cols[1] == "6"  # tokens: equal counts, end-of-sequence masked in every run
+        positive(cols[2]), positive(cols[3]), positive(cols[4])  # median s, tok/s, vs hf
+    assert table["hf_generate"][4] == "1.00" and table["ewe_k0"][5] == "yes"  # k=0 writes HF's tokens
+    assert "equal work" in out
+
+
+def test_decode_refuses_runs_of_unequal_counts(base, monkeypatch, capsys):
+    """A run that stops early (here: ewe's, made to return one token short) fails the command."""
+
+    def load(args):
+        ewe = EWE(base.model, base.tokenizer, EWEConfig.build(base.config.model_dump(), **cli._overrides(args)))
+        real = ewe.generate
+
+        def short(prompt, **kw):
+            r = real(prompt, **kw)
+            r.token_ids = r.token_ids[:-1]
+            return r
+
+        ewe.generate = short
+        return ewe
+
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    assert cli.main(["bench", "decode", "--tokens", "4", "--units", "0", "--repeats", "1", *TINY]) == 1
+    captured = capsys.readouterr()
+    assert "unequal work" in captured.err and "ewe_k0 (repeat 1) produced 3" in captured.err
+    assert rows(captured.out, "ewe_k0")["ewe_k0"][4] == "-"  # no ratio for different work
+    with pytest.raises(UnequalCounts):
+        check_equal_counts({"a": 4, "b": 3}, 4)
+
+
+# -- attention ------------------------------------------------------------------------------------
+
+
+def test_attention_compares_the_same_outputs(capsys):
+    args = ["bench", "attention", "--case", "2,16,32", "--case", "1,8,16", "--repeats", "1", "--layers", "2",
+            "--stream-mb", "4", "--prefill-len", "4", "--threads", "1"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    lines = [l.split() for l in out.splitlines() if l.split()[:1] in (["decode"], ["prefill"])]
+    assert len(lines) == 2 * 2 * 2  # modes x dtypes x cases
+    for cols in lines:
+        # mode dtype k M ctx | ext fused ref | fused/ext ref/ext max|d| | ...
+        positive(cols[7]), positive(cols[8])  # fused and reference ms
+        assert float(cols[12]) < (1e-3 if cols[1] == "float32" else 6e-2)  # the same output as the reference
+        if cols[6] != "-":  # the compiled extension is built
+            positive(cols[6]), positive(cols[10]), positive(cols[11])
+    assert "the same layer call" in out
+
+
+def test_attention_case_is_validated(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "attention", "--case", "2,16"])
+    assert "K,M,CTX" in capsys.readouterr().err
+
+
+# -- retrieval ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def datastore(tmp_path_factory):
+    from pathlib import Path
+
+    from ewe.retrieval import Datastore
+
+    path = tmp_path_factory.mktemp("bench-ds") / "ds"
+    corpus = Path(__file__).parent / "data" / "corpus.jsonl"
+    Datastore.build(corpus, path, tokenizer=tiny_tokenizer(), embedder="embedded", chunk_tokens=64)
+    return path
+
+
+def test_retrieval_pairs_every_index_with_exact_search(datastore, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    assert cli.main(["bench", "retrieval", "--datastore", str(datastore), "--factory", "HNSW8", "--factory",
+                     "IVF2,Flat", "--queries", "6", "-k", "3", "--batch-repeats", "2", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    table = rows(out, "Flat HNSW8 IVF2,Flat")
+    assert list(table) == ["Flat", "HNSW8", "IVF2,Flat"]  # exact first, though not asked for
+    assert table["Flat"][5] == "1.00" and table["Flat"][7] == "1.00" and table["Flat"][8] == "1.000"
+    r = json.loads(report.read_text())
+    assert r["queries"] == 6 and r["batch_repeats"] == 2
+    for x in r["indexes"]:
+        for key in ("search_single_ms_median", "search_batched_ms_per_query", "exact_over_index_single",
+                    "exact_over_index_batched"):
+            positive(x[key])
+        assert 0 <= x["recall_at_k"] <= 1
+    assert "timed interleaved in this run" in out
+
+
+# -- refresh --------------------------------------------------------------------------------------
+
+
+def test_refresh_headlines_equal_work(tiny_cli, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    assert cli.main(["bench", "refresh", "--generated", "16", "32", "--units", "2", "--repeats", "2",
+                     "--sentence-tokens", "5", "--json", str(report), *TINY]) == 0
+    out = capsys.readouterr().out
+    lines = [l.split() for l in out.splitlines() if re.match(r"\s*(16|32)\s+\d+\s+\d+\s+\|", l)]
+    assert [int(l[0]) for l in lines] == [16, 32]
+    for cols in lines:
+        ratios = cols[cols.index("|", 4) + 1:]  # re-prompt/refresh, re-prefill/crop+step | re-prefill/crop alone
+        positive(ratios[0]), positive(ratios[1]), positive(ratios[3])
+    r = json.loads(report.read_text())
+    for row in r["rows"]:
+        assert row["forwards"]["reprompt"] == 1 and row["forwards"]["backtrack_reprefill"] == 1
+        assert row["forwards"]["backtrack"] == 1 and row["forwards"]["refresh_step"] == 1
+        positive(row["reprompt_over_refresh"]), positive(row["reprefill_over_backtrack"])
+    assert "NOT equal work" in out  # the crop-alone figure is labelled as such
+
+
+# -- judge ----------------------------------------------------------------------------------------
+
+
+def test_judge_prices_a_check_in_decode_steps(tiny_cli, capsys):
+    assert cli.main(["bench", "judge", "--repeats", "1", "--tokens", "4", "--sentences", "1", *TINY]) == 0
+    out = capsys.readouterr().out
+    found = {l.split("  ")[0].strip(): l.split() for l in out.splitlines()
+             if re.match(r"(decode step |judge \(|alignment )", l)}
+    assert set(found) == {"decode step", "judge (cached passages)", "judge (cold)", "alignment"}
+    assert found["decode step"][-1] == "1.00"
+    for cols in found.values():
+        positive(cols[-1]), positive(cols[-2])
+    assert "1 sentences" in out
+
+
+# -- run ------------------------------------------------------------------------------------------
+
+
+def test_run_compares_methods_on_the_same_prompts(tmp_path, monkeypatch, capsys):
+    """The scripted model writes a bio whose wrong sentence the checker rejects (until the feedback is
+    in memory, beside the retrieved passage), so EWE backtracks."""
+    config = tmp_path / "ewe.yaml"
+    config.write_text(yaml.safe_dump({
+        "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+        "retrieval": {"source": "fake", "top_k": 1},
+        "controller": {"verify_trigger": "interval", "verify_interval": 4},
+    }))
+    model = scripted_model(text_script(corrected_by_feedback(needs=2)))
+    store, checker = FakeDatastore(), ScriptedChecker(false={B_WRONG})
+
+    def load(args):
+        cfg = EWEConfig.from_yaml(args.config, **cli._overrides(args))
+        return EWE(model, tiny_tokenizer(), cfg, datastore=store, fact_checker=checker)
+
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    report = tmp_path / "r.json"
+    assert cli.main(["bench", "run", "--config", str(config), "--limit", "2", "--with-memory-only",
+                     "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    table = rows(out, "ra memory_only ewe")
+    assert set(table) == {"ra", "memory_only", "ewe"}
+    assert table["ra"][2] == "1.00" and table["ra"][-1] == "1.00"
+    for cols in table.values():
+        positive(cols[1]), positive(cols[2]), positive(cols[-1])  # median s, vs RA, /tok vs RA
+    r = json.loads(report.read_text())
+    assert r["prompts"] == 2 and all(len(v) == 2 for v in r["rows"].values())  # the same prompts for each method
+    assert r["summary"]["ewe"]["backtracks"] >= 1
+    assert "same prompts" in out
