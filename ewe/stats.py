@@ -62,7 +62,8 @@ class ControlledStats(_Stats):
     errored_checks: int  # checks whose backend or evidence search raised
     backtracks: int
     rejected_sentences: int  # answer positions whose sentence failed a check (dropped ones included)
-    rewritten_supported: int  # of those, the ones whose final sentence passed its check
+    rewritten_supported: int  # of those, the ones whose final sentence's claims were all supported
+    rewritten_claimless: int  # of those, the ones whose final sentence passed only by holding no checkable claim
     candidates_decoded: int  # candidate rewrites decoded (rewrite_candidates > 1 or feedback in the prompt)
     candidates_judged: int  # of those, the ones judged (repeats of an earlier attempt are not)
     candidate_tokens: int  # tokens decoded for candidates, all rows

@@ -113,14 +113,18 @@ class ScriptedChecker:
 
     name = "scripted"
 
-    def __init__(self, false: set[str], fail_with_error: set[str] = frozenset(), unknown: set[str] = frozenset()):
+    def __init__(self, false: set[str], fail_with_error: set[str] = frozenset(), unknown: set[str] = frozenset(),
+                 claimless: set[str] = frozenset()):
         self.false = set(false)
+        self.claimless = set(claimless)
         self.unknown = set(unknown)
         self.fail_with_error = set(fail_with_error)
         self.calls: list[str] = []
 
     def check_sentence(self, sentence, context=None, prompt=None, evidence=None) -> SentenceCheck:
         self.calls.append(sentence)
+        if sentence in self.claimless:
+            return SentenceCheck(sentence=sentence, claims=[], verdicts=[], extractor="scripted")
         claim = Claim(sentence, sentence, 0, len(sentence))
         if sentence in self.fail_with_error:
             v = Verdict(claim, "not_enough_evidence", 0.0, [], self.name, error="backend failed: TimeoutError")

@@ -595,3 +595,22 @@ def test_a_restored_candidate_keeps_the_verdict_it_got():
     assert len(kept) == 1 and kept[0]["text"] in (B_WRONG, B_RIGHT)
     assert kept[0]["checked"] and kept[0]["needs_rewrite"] is True and kept[0]["verdict"] not in (None, "supported")
     assert r.stats["rewritten_supported"] == 0
+
+
+def test_a_rewrite_that_claims_nothing_is_counted_apart_and_ranked_below_a_supported_one():
+    from types import SimpleNamespace
+
+    from ewe.controller.controlled_run import candidate_rank
+    from ewe.controller.rewrites import Attempt
+
+    claimless = "She was a remarkable woman."
+    checker = ScriptedChecker(false={B_WRONG}, claimless={claimless})
+    r = make(choose_birthplace(other=claimless), checker, rewrite_candidates=6, max_retries=1).generate(PROMPT)
+    kept = [s for s in r.sentences if s["rejected"]]
+    assert [s["text"] for s in kept] == [claimless] and kept[0]["verdict"] == "not_checkable"
+    assert r.stats["rewritten_supported"] == 0 and r.stats["rewritten_claimless"] == 1
+    likely, unlikely = (Attempt([1], [lp], [0.0], "x") for lp in (-0.1, -3.0))
+    assert candidate_rank(unlikely, SimpleNamespace(verdict="supported")) > \
+        candidate_rank(likely, SimpleNamespace(verdict="not_checkable"))
+    assert candidate_rank(likely, SimpleNamespace(verdict="supported")) > \
+        candidate_rank(unlikely, SimpleNamespace(verdict="supported"))
