@@ -22,3 +22,15 @@ def model_work(tiny, monkeypatch):
     monkeypatch.setattr(tiny.model, "forward", lambda *a, **k: calls.append("forward"))
     monkeypatch.setattr(tiny.encoder, "_encode_batch", lambda *a, **k: calls.append("encode"))
     return calls
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """A test (or a command it runs in-process, e.g. `ewe bench ... --threads 1`) that changes torch's
+    thread count must not change it for the tests after it: float results depend on it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
