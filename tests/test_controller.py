@@ -597,7 +597,7 @@ def test_a_restored_candidate_keeps_the_verdict_it_got():
     assert r.stats["rewritten_supported"] == 0
 
 
-def test_a_rewrite_that_claims_nothing_is_counted_apart_and_ranked_below_a_supported_one():
+def test_a_candidate_that_claims_nothing_is_never_kept_and_ranks_below_a_supported_one():
     from types import SimpleNamespace
 
     from ewe.controller.controlled_run import candidate_rank
@@ -605,10 +605,12 @@ def test_a_rewrite_that_claims_nothing_is_counted_apart_and_ranked_below_a_suppo
 
     claimless = "She was a remarkable woman."
     checker = ScriptedChecker(false={B_WRONG}, claimless={claimless})
-    r = make(choose_birthplace(other=claimless), checker, rewrite_candidates=6, max_retries=1).generate(PROMPT)
-    kept = [s for s in r.sentences if s["rejected"]]
-    assert [s["text"] for s in kept] == [claimless] and kept[0]["verdict"] == "not_checkable"
-    assert r.stats["rewritten_supported"] == 0 and r.stats["rewritten_claimless"] == 1
+    r = make(choose_birthplace(other=claimless), checker, rewrite_candidates=6, max_retries=1,
+             on_retries_exhausted="drop").generate(PROMPT)
+    cand = events(r, "candidates")[0]
+    assert claimless in [c["text"] for c in cand["candidates"]] and cand["chosen"] is None  # filler is no fix
+    assert claimless not in r.text and B_WRONG not in r.text  # dropped, as no candidate was supported
+    assert r.stats["rewritten_supported"] == 0 and r.stats["rewritten_claimless"] == 0
     likely, unlikely = (Attempt([1], [lp], [0.0], "x") for lp in (-0.1, -3.0))
     assert candidate_rank(unlikely, SimpleNamespace(verdict="supported")) > \
         candidate_rank(likely, SimpleNamespace(verdict="not_checkable"))

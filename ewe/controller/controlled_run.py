@@ -199,7 +199,10 @@ class ControlledRun(Hook):
                 self.seconds["check"] += time.perf_counter() - t0
                 c.unsupported = len(c_check.nonfactual_claims)
                 c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
-                judged.append((c, c_check, not self._needs_rewrite(c_check) and not looks_garbled(c.text)))
+                # a rewrite corrects the sentence only if its claims are supported: one that passes by
+                # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
+                judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
+                               and not looks_garbled(c.text)))
             self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
             passing = [(c, chk) for c, chk, ok in judged if ok]
             chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
@@ -392,9 +395,9 @@ class ControlledRun(Hook):
 
 
 def candidate_rank(candidate: Attempt, check) -> tuple:
-    """Which passing candidate is kept: one whose claims are supported beats one that passes by
-    claiming nothing checkable (a quarter of the bio rewrites kept were such sentences when they
-    ranked alike), then the likeliest."""
+    """Which passing candidate is kept: the likeliest. Only supported candidates pass (when a
+    candidate holding no checkable claim could pass, a quarter of the bio rewrites kept were such
+    filler); the verdict stays first in the key so a looser pass rule could never rank filler first."""
     return (check.verdict == "supported", candidate.mean_logprob)
 
 
