@@ -28,12 +28,17 @@ _notice = {"given": False}
 used: Counter = Counter()  # kernel name -> memory-attention calls it served in this process
 
 
-def requested_impl(impl: str | None = None) -> str:
-    name = impl or os.environ.get(ENV_VAR) or "auto"
-    if name not in IMPLEMENTATIONS:
-        source = "impl" if impl else ENV_VAR
-        raise ValueError(f"{source}={name!r} is not a memory-attention implementation; choose one of {IMPLEMENTATIONS}")
+def choice(value: str | None, argument: str, env_var: str, choices, what: str) -> str:
+    """`value`, else $env_var, else "auto"; refused, naming where it came from, unless in `choices`."""
+    name = value or os.environ.get(env_var) or "auto"
+    if name not in choices:
+        source = argument if value else env_var
+        raise ValueError(f"{source}={name!r} is not {what}; choose one of {choices}")
     return name
+
+
+def requested_impl(impl: str | None = None) -> str:
+    return choice(impl, "impl", ENV_VAR, IMPLEMENTATIONS, "a memory-attention implementation")
 
 
 def memory_attention_auto(query, key, value, memory, ctx_mask, scale):

@@ -35,13 +35,12 @@ this CPU lacks is an error.
 from __future__ import annotations
 
 import logging
-import os
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import extension
+from . import dispatch, extension
 
 FORMATS = ("bfloat16", "int8")
 ISAS = ("auto", "avx512_vnni", "avx2", "scalar")
@@ -75,11 +74,7 @@ def best_isa() -> str | None:
 
 def requested_isa(isa: str | None = None) -> str:
     """`isa`, else $EWE_LINEAR_ISA, else "auto"; checked against ISAS."""
-    name = isa or os.environ.get(ISA_ENV_VAR) or "auto"
-    if name not in ISAS:
-        source = "isa" if isa else ISA_ENV_VAR
-        raise ValueError(f"{source}={name!r} is not an int8 linear code path; choose one of {ISAS}")
-    return name
+    return dispatch.choice(isa, "isa", ISA_ENV_VAR, ISAS, "an int8 linear code path")
 
 
 def _register_fake() -> None:
