@@ -69,7 +69,7 @@ def read_jsonl(path: str | os.PathLike, *, skip_bad: bool = False) -> list[tuple
     rows = []
     # "\n" only: str.splitlines would also break at U+2028, U+2029 and U+0085, which JSON
     # leaves unescaped inside strings (ensure_ascii=False), and so lose those records
-    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -48,7 +48,7 @@ def read_records(path: Path, problem, what: str) -> list[dict]:
         raise RunError(f"--input {path}: not a file")
     raw = path.read_bytes()
     try:
-        lines = raw.decode("utf-8").split("\n")  # not splitlines: U+2028 may sit inside a JSON string
+        lines = raw.decode("utf-8-sig").split("\n")  # a leading BOM (Windows editors) is dropped; not splitlines: U+2028 may sit inside a JSON string
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
         raise RunError(f"--input {path}:{line}: not UTF-8 text (byte {e.start})") from None

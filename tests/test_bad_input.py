@@ -299,6 +299,18 @@ def test_a_non_utf8_input_names_the_file_and_line(tmp_path):
         read_prompts(tmp_path)
 
 
+def test_an_input_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows editors start UTF-8 files with a BOM; it is not part of the first record."""
+    from ewe.files import read_jsonl
+    from ewe.runner import read_prompts
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "prompt": "one"}\n{"prompt": "two \xef\xbb\xbf"}\n')
+    rows = read_prompts(path)
+    assert [(r["id"], r["prompt"]) for r in rows] == [("a", "one"), ("2", "two \ufeff")]  # only the leading one goes
+    assert [row for _, row in read_jsonl(path)][0] == {"id": "a", "prompt": "one"}
+
+
 def test_a_killed_build_leaves_no_work_folder_behind_the_next_one(tmp_path):
     import subprocess as sp
 

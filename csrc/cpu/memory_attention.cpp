@@ -139,9 +139,10 @@ inline void prefetch_rows(const void* first, int64_t rows, int64_t row_bytes, in
 }
 
 // An empty asm that claims to change v: the compiler must hold it in a register from here on
-// instead of re-reading it from memory at every use.
+// instead of re-reading it from memory at every use. Only where an 8-float vector fits one
+// register (AVX's ymm); without AVX (a baseline -march) it is a no-op.
 inline void keep_in_register(vf& v) {
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)
   asm("" : "+x"(v));
 #else
   (void)v;
