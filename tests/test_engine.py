@@ -194,6 +194,31 @@ def test_sampler():
     assert a[0] == a[1] and len(set(a[0])) > 1
 
 
+def _nucleus_by_full_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The nucleus as the top-p paper defines it: sort the whole vocabulary, keep the smallest
+    prefix whose mass reaches top_p, renormalise."""
+    sorted_p, order = probs.sort(dim=-1, descending=True)
+    drop = sorted_p.cumsum(-1) - sorted_p >= top_p
+    drop[..., 0] = False
+    kept = torch.zeros_like(probs).scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+    return kept / kept.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("top_p", [0.01, 0.5, 0.9, 0.999])
+def test_nucleus_prefilter_equals_the_full_sort(top_p):
+    """The top-k shortcut gives the full sort's nucleus, whether it fits in the top k (peaked
+    rows) or not (flat rows, which fall back to the sort), rows of both kinds in one batch."""
+    g = torch.Generator().manual_seed(0)
+    vocab = 5 * Sampler.PREFILTER
+    logits = torch.randn(6, vocab, generator=g, dtype=torch.float64)
+    logits[:3] *= 12.0  # peaked: the nucleus is a few tokens
+    logits[3:] *= 0.05  # nearly flat: the top k hold ~20% of the mass
+    for rows in (slice(0, 3), slice(3, 6), slice(0, 6)):
+        probs = torch.softmax(logits[rows], dim=-1)
+        got = Sampler(1.0, top_p)._nucleus(probs)
+        torch.testing.assert_close(got, _nucleus_by_full_sort(probs, top_p), rtol=0, atol=1e-15)
+
+
 def test_session_crop_keeps_a_prefix_without_running_the_model():
     from tiny import tiny_ewe
 

@@ -41,8 +41,18 @@ class Sampler:
                 ids[: self.greedy_rows] = logits[: self.greedy_rows].argmax(dim=-1)
         return ids, logprobs.gather(-1, ids[:, None]).squeeze(-1), entropy
 
+    # The nucleus is searched among the top PREFILTER tokens first: a full sort of the
+    # vocabulary costs ~50x a top-k (24 against 0.5 ms for 4 rows of 49,152 on one core).
+    PREFILTER = 1024
+
     def _nucleus(self, probs: torch.Tensor) -> torch.Tensor:
-        sorted_p, order = probs.sort(dim=-1, descending=True)
+        k = min(self.PREFILTER, probs.shape[-1])
+        sorted_p, order = probs.topk(k, dim=-1)  # sorted, descending
+        if k < probs.shape[-1] and bool((sorted_p.sum(-1) < self.top_p).any()):
+            # the nucleus reaches past the top k for some row: only the full order is exact.
+            # Otherwise every token after the top k follows a mass >= top_p and is dropped,
+            # and inside it the prefix sums equal the full sort's: the same nucleus.
+            sorted_p, order = probs.sort(dim=-1, descending=True)
         # keep the smallest prefix whose mass reaches top_p (the top token always stays)
         drop = sorted_p.cumsum(-1) - sorted_p >= self.top_p
         drop[..., 0] = False  # even when top_p rounds to 0 in float32
