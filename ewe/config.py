@@ -6,10 +6,10 @@ Errors name the setting, the value given and the limit (pydantic does the checki
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 
 class ConfigError(ValueError):
@@ -253,10 +253,10 @@ class A2RConfig(_Section):
     assess_final: bool = Field(True, description="also score the returned answer (stats.final_scores)")
 
 
-MethodName = Literal["ewe", "cove", "streaming-vr", "full-vr", "a2r"]
-METHOD_SECTIONS: dict[str, str] = {  # method -> the one section of its own settings
+METHOD_SECTIONS: dict[str, str] = {  # built-in method -> the one section of its own settings
     "ewe": "controller", "cove": "cove", "streaming-vr": "vr", "full-vr": "vr", "a2r": "a2r",
 }
+OPTIONS = "options"  # the section of a method registered outside ewe (ewe.methods.registry.register)
 
 
 class EWEConfig(_Section):
@@ -264,10 +264,11 @@ class EWEConfig(_Section):
     method's own section, the only one present: `controller` for ewe, `cove`, `vr` for
     streaming-vr and full-vr, `a2r`. A section of another method is refused, not ignored."""
 
-    method: MethodName = Field(
+    method: str = Field(
         "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification '
                            'baseline; "streaming-vr" / "full-vr": verify and refine per sentence / per answer; '
-                           '"a2r": Ask-Assess-Refine'
+                           '"a2r": Ask-Assess-Refine; or the name of a method registered with '
+                           'ewe.methods.registry.register (its settings go in `options`)'
     )
     model: ModelConfig = ModelConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -278,20 +279,35 @@ class EWEConfig(_Section):
     cove: Optional[CoveConfig] = Field(None, description="method cove")
     vr: Optional[VerifyRefineConfig] = Field(None, description="methods streaming-vr and full-vr")
     a2r: Optional[A2RConfig] = Field(None, description="method a2r")
+    options: Optional[dict[str, Any]] = Field(
+        None, description="a registered method's own settings, checked by the method (its Options model)")
+
+    @field_validator("method")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from .methods.registry import names
+
+        if name not in names():
+            raise ValueError(f"not a registered method (methods: {', '.join(names())}; a method of "
+                             "your own is registered with ewe.methods.registry.register before its configuration "
+                             "is read)")
+        return name
 
     @model_validator(mode="before")
     @classmethod
     def _chosen_method_section(cls, data):
         """Fill in the chosen method's section; refuse the sections of the others."""
-        if not isinstance(data, dict) or data.get("method", "ewe") not in METHOD_SECTIONS:
-            return data  # not a mapping, or an unknown method: the field types report it
+        if not isinstance(data, dict) or not isinstance(data.get("method", "ewe"), str):
+            return data  # not a mapping, or not a name: the field types report it
         method = data.get("method", "ewe")
-        own = METHOD_SECTIONS[method]
-        stray = sorted({s for s in METHOD_SECTIONS.values() if s != own and data.get(s) is not None})
+        own = METHOD_SECTIONS.get(method, OPTIONS)
+        stray = sorted({s for s in (*METHOD_SECTIONS.values(), OPTIONS) if s != own and data.get(s) is not None})
         if stray:
-            owners = "; ".join(f"'{s}' is for method {' / '.join(repr(m) for m, o in METHOD_SECTIONS.items() if o == s)}"
-                               for s in stray)
-            raise ValueError(f"method {method!r} reads only its own section '{own}': {owners} "
+            def owner(section: str) -> str:
+                if section == OPTIONS:
+                    return "'options' is for methods registered outside ewe"
+                return f"'{section}' is for method {' / '.join(repr(m) for m, o in METHOD_SECTIONS.items() if o == section)}"
+            raise ValueError(f"method {method!r} reads only its own section '{own}': {'; '.join(map(owner, stray))} "
                              "(remove it, or choose that method)")
         if data.get(own) is None:
             data = {**data, own: {}}
@@ -300,15 +316,15 @@ class EWEConfig(_Section):
     @model_serializer(mode="wrap")
     def _without_absent_sections(self, handler):
         data = handler(self)
-        for section in set(METHOD_SECTIONS.values()):
+        for section in {*METHOD_SECTIONS.values(), OPTIONS}:
             if data.get(section) is None:
                 data.pop(section, None)
         return data
 
     @property
-    def method_section(self) -> "ControllerConfig | CoveConfig | VerifyRefineConfig | A2RConfig":
-        """The chosen method's own settings."""
-        return getattr(self, METHOD_SECTIONS[self.method])
+    def method_section(self) -> "ControllerConfig | CoveConfig | VerifyRefineConfig | A2RConfig | dict":
+        """The chosen method's own settings (a registered method's `options` as given)."""
+        return getattr(self, METHOD_SECTIONS.get(self.method, OPTIONS))
 
     @property
     def pauses(self) -> bool:
@@ -324,6 +340,10 @@ class EWEConfig(_Section):
 
     @model_validator(mode="after")
     def _consistent(self):
+        if self.method not in METHOD_SECTIONS:
+            from .methods.registry import method_class
+
+            method_class(self.method).read_options(self.options or {})  # wrong options fail with the config
         if self.method == "cove":
             self._cove_consistent()
         if self.method in ("streaming-vr", "full-vr", "a2r") and self.retrieval.source is None:
@@ -359,7 +379,7 @@ class EWEConfig(_Section):
         """A configuration saved before each method had its own section (every section was
         written, the other methods' ones unused): those unused sections removed."""
         if not isinstance(saved, dict) or saved.get("method", "ewe") not in METHOD_SECTIONS:
-            return saved
+            return saved  # a registered method's configuration never held the built-ins' sections
         own = METHOD_SECTIONS[saved.get("method", "ewe")]
         return {k: v for k, v in saved.items() if k == own or k not in METHOD_SECTIONS.values()}
 
@@ -408,16 +428,21 @@ class EWEConfig(_Section):
 
 
 def format_errors(e: ValidationError) -> str:
+    return "invalid configuration: " + "; ".join(error_lines(e))
+
+
+def error_lines(e: ValidationError, section: str | None = None) -> list[str]:
+    """One line naming each wrong key (inside `section`, for a section checked on its own)."""
     lines = []
     for err in e.errors():
-        where = ".".join(str(x) for x in err["loc"])
+        where = ".".join(str(x) for x in ([section] if section else []) + list(err["loc"]))
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "value_error" and not isinstance(err["input"], (str, int, float, bool, type(None))):
             lines.append(f"{where + ': ' if where else ''}{msg}")  # a cross-field check: the input is a whole section
             continue
         given = f" (got {err['input']!r})" if err["type"] != "missing" else ""
         lines.append(f"{where}: {msg}{given}")
-    return "invalid configuration: " + "; ".join(lines)
+    return lines
 
 
 def _deep_copy(d: dict) -> dict:

@@ -100,3 +100,80 @@ def test_a_method_refuses_another_methods_configuration():
 
     with pytest.raises(ValueError, match="method 'cove' was given the configuration of method 'ewe'"):
         method_class("cove")(Runtime(EWEConfig()))
+
+
+# -- a method registered outside ewe, chosen by its configuration ---------------------------------
+
+
+def _register_shouting_method():
+    """A method of a user's own: plain decoding, its answer repeated `options.times` times."""
+    import dataclasses
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from ewe.methods.registry import Method, register
+
+    class ShoutingOptions(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        times: int = Field(1, ge=1)
+
+    @register
+    class Shouting(Method):
+        name = "test-shouting"
+        Options = ShoutingOptions
+
+        def run(self, prompt, dec, passages=None):
+            [result] = self.runtime.generate_plain([prompt], [passages or []], dec)
+            return dataclasses.replace(result, text=" ".join([result.text] * self.options.times))
+
+    return Shouting
+
+
+def test_a_registered_method_is_chosen_by_the_configuration_and_reads_its_options():
+    from tiny import tiny_ewe
+
+    _register_shouting_method()
+    base = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}
+    cfg = EWEConfig.build({**base, "method": "test-shouting", "options": {"times": 3}})
+    assert cfg.method_section == {"times": 3} and "controller" not in cfg.model_dump()
+    once = tiny_ewe(EWEConfig.build({**base, "method": "test-shouting"})).generate("hi", max_new_tokens=4)
+    thrice = tiny_ewe(cfg).generate("hi", max_new_tokens=4)
+    assert once.text and thrice.text == " ".join([once.text] * 3)
+    assert EWEConfig.build(cfg.model_dump()) == cfg  # saved and read back (a run's .config.json)
+
+    with pytest.raises(ConfigError, match=r"options\.times: Input should be greater than or equal to 1 \(got 0\)"):
+        EWEConfig.build({**base, "method": "test-shouting", "options": {"times": 0}})
+    with pytest.raises(ConfigError, match=r"options\.loud: Extra inputs are not permitted"):
+        EWEConfig.build({**base, "method": "test-shouting", "options": {"loud": True}})
+    with pytest.raises(ConfigError, match="method 'test-shouting' reads only its own section 'options': "
+                                          "'controller' is for method 'ewe'"):
+        EWEConfig.build({**base, "method": "test-shouting", "controller": {}})
+    with pytest.raises(ConfigError, match="method 'ewe' reads only its own section 'controller': 'options' is for "
+                                          "methods registered outside ewe"):
+        EWEConfig.build({**base, "options": {"times": 2}})
+    with pytest.raises(ConfigError, match=r"method: not a registered method \(methods: .*test-shouting"):
+        EWEConfig.build({"method": "test-whispering"})
+
+
+def test_a_method_an_installed_package_declares_is_found_by_its_entry_point(monkeypatch, tmp_path):
+    """`ewe run --config` can name a method from a pip-installed package: no import by hand."""
+    import importlib.metadata
+    import sys
+
+    (tmp_path / "ewe_test_plugin.py").write_text(
+        "from ewe.methods.registry import Method\n"
+        "class Plugged(Method):\n"
+        "    name = 'test-plugged'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    declared = [importlib.metadata.EntryPoint("test-plugged", "ewe_test_plugin:Plugged", "ewe.methods"),
+                importlib.metadata.EntryPoint("test-misnamed", "ewe_test_plugin:Plugged", "ewe.methods")]
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: [ep for ep in declared if ep.group == group])
+    assert "ewe_test_plugin" not in sys.modules
+    assert EWEConfig.build({"method": "test-plugged"}).method == "test-plugged"
+    assert sys.modules["ewe_test_plugin"].Plugged.read_options({}) is None
+    with pytest.raises(ConfigError, match=r"options: method 'test-plugged' takes none \(got x\)"):
+        EWEConfig.build({"method": "test-plugged", "options": {"x": 1}})
+    with pytest.raises(ConfigError, match="entry point 'test-misnamed' = 'ewe_test_plugin:Plugged' names a class "
+                                          "whose name is 'test-plugged'"):
+        EWEConfig.build({"method": "test-misnamed"})

@@ -7,11 +7,15 @@ prompts; `EWE.generate`, `ewe run` and `ewe eval` find it here by the configurat
         name = "my-method"
         def run(self, prompt, dec, passages=None) -> GenerationResult: ...
 
-The built-in methods are imported only when asked for, so importing ewe stays cheap.
+The built-in methods are imported only when asked for, so importing ewe stays cheap. A
+package can offer methods to the CLI (`ewe run --config` a YAML naming them) through the
+"ewe.methods" entry point group, each imported the same way on first use.
 """
 from __future__ import annotations
 
 import importlib
+
+from pydantic import ValidationError
 
 BUILT_IN = {  # name -> "module:class"
     "ewe": "ewe.controller.method:EWEMethod",
@@ -24,14 +28,35 @@ _registered: dict[str, type] = {}
 
 
 class Method:
-    """A way of answering prompts on the Runtime's parts."""
+    """A way of answering prompts on the Runtime's parts.
+
+    A method registered outside ewe reads its settings from the configuration's `options`
+    section, checked by its `Options` (a pydantic model; None: it takes no settings).
+    """
 
     name = ""
+    Options: type | None = None
 
     def __init__(self, runtime):
         if runtime.config.method != self.name:
             raise ValueError(f"method {self.name!r} was given the configuration of method {runtime.config.method!r}")
         self.runtime = runtime
+        if runtime.config.method not in BUILT_IN:
+            self.options = self.read_options(runtime.config.options or {})
+
+    @classmethod
+    def read_options(cls, given: dict):
+        """`given` checked by the method's Options; a ValueError names each wrong key."""
+        from ..config import error_lines
+
+        if cls.Options is None:
+            if given:
+                raise ValueError(f"options: method {cls.name!r} takes none (got {', '.join(sorted(given))})")
+            return None
+        try:
+            return cls.Options.model_validate(given)
+        except ValidationError as e:
+            raise ValueError("; ".join(error_lines(e, "options"))) from None
 
     def check_inputs(self, prompts: list[str], dec) -> None:
         """Refuse what cannot run (a prompt too long for the context), before any model work."""
@@ -55,15 +80,29 @@ def register(cls: type) -> type:
     return cls
 
 
+ENTRY_POINTS = "ewe.methods"  # a package's methods, for the CLI: [project.entry-points."ewe.methods"] name = "module:Class"
+
+
+def _installed() -> dict[str, str]:
+    """Methods that installed packages declare under the "ewe.methods" entry point group."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}
+
+
 def names() -> list[str]:
-    return sorted(set(BUILT_IN) | set(_registered))
+    return sorted(set(BUILT_IN) | set(_registered) | set(_installed()))
 
 
 def method_class(name: str) -> type:
-    """The Method registered as `name` (built-in ones are imported here, on first use)."""
+    """The Method registered as `name` (built-in and installed ones are imported here, on first use)."""
     if name not in _registered:
-        if name not in BUILT_IN:
+        where = BUILT_IN.get(name) or _installed().get(name)
+        if where is None:
             raise ValueError(f"method {name!r} is not registered (methods: {', '.join(names())})")
-        module, cls = BUILT_IN[name].split(":")
-        register(getattr(importlib.import_module(module), cls))
+        module, cls = where.split(":")
+        found = getattr(importlib.import_module(module), cls)
+        if getattr(found, "name", None) != name:
+            raise ValueError(f"entry point {name!r} = {where!r} names a class whose name is {getattr(found, 'name', None)!r}")
+        register(found)
     return _registered[name]
