@@ -43,6 +43,17 @@ def _remove_stale_temporaries(path: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def build_dir(parent: Path, prefix: str) -> Path:
+    """A fresh folder in `parent` to build in before it is renamed into place, with the
+    permissions a plain mkdir gives (mkdtemp's are 0700: a shared cache would be unreadable
+    to everyone else)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o777 & ~mask)
+    return path
+
+
 def process_alive(pid: int) -> bool:
     """Whether process `pid` still runs (its temporary files and work folders are still in use)."""
     try:

@@ -11,13 +11,13 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from .files import build_dir
 from .resources import cache_dir, package_dir
 
 logger = logging.getLogger(__name__)
@@ -71,8 +71,7 @@ def _materialize_embedded() -> Path:
     tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=EMBEDDED_GGUF)
     model = AutoModelForCausalLM.from_pretrained(src, gguf_file=EMBEDDED_GGUF, dtype=torch.float32)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
-    os.chmod(tmp, 0o755)
+    tmp = build_dir(target.parent, ".tmp-")
     try:
         from safetensors.torch import save_file
 

@@ -326,6 +326,20 @@ def test_a_killed_build_leaves_no_work_folder_behind_the_next_one(tmp_path):
     assert not stale.exists() and live.exists() and work.exists() and work.name.startswith(f".ds.tmp-{os.getpid()}-")
 
 
+def test_a_built_folder_has_the_permissions_of_a_plain_mkdir(tmp_path):
+    """A datastore or model cache shared by several users is readable by them (mkdtemp gives 0700)."""
+    from ewe.files import build_dir
+    from ewe.retrieval.folders import work_dir
+
+    old = os.umask(0o022)
+    try:
+        assert work_dir(tmp_path / "ds").stat().st_mode & 0o777 == 0o755
+        os.umask(0o027)
+        assert build_dir(tmp_path, ".tmp-").stat().st_mode & 0o777 == 0o750
+    finally:
+        os.umask(old)
+
+
 def test_an_empty_search_query_is_an_error(tmp_path, capsys):
     from ewe.retrieval.cli import main
 

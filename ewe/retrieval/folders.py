@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..files import process_alive
+from ..files import build_dir, process_alive
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ def work_dir(path: Path) -> Path:
     recover(path)
     for stale in _dead(path, "tmp"):
         shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
+    return build_dir(path.parent, f".{path.name}.tmp-{os.getpid()}-")
 
 
 def _dead(path: Path, kind: str) -> list[Path]:
