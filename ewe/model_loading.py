@@ -99,7 +99,12 @@ def resolve(name_or_path: str) -> str:
     if name_or_path == EMBEDDED:
         return str(_materialize_embedded())
     as_path = Path(name_or_path).expanduser()
-    if name_or_path.startswith(("/", ".", "~")) or as_path.exists():
+    try:
+        exists = as_path.exists()
+    except OSError as e:  # a name too long for a path (ENAMETOOLONG), and so neither a folder nor a hub id
+        raise FileNotFoundError(f"--model {name_or_path[:80]}...: not a model folder or a hub id "
+                                f"({e.strerror.lower()}, {len(name_or_path)} characters)") from None
+    if name_or_path.startswith(("/", ".", "~")) or exists:
         if not as_path.is_dir():
             raise FileNotFoundError(f"--model {name_or_path}: no such model folder (give \"embedded\", a folder "
                                     "holding config.json and safetensors weights, or a hub id)")

@@ -278,6 +278,10 @@ def test_bad_config_files_get_one_clear_line(tmp_path, capsys, content, expect):
 def test_a_missing_model_folder_is_named(capsys):
     assert cli.main(["generate", "--model", "/nonexistent/model", "hi"]) == 2
     assert "--model /nonexistent/model: no such model folder" in capsys.readouterr().err
+    assert cli.main(["generate", "--model", "m" * 300, "hi"]) == 2  # longer than a file name may be
+    err = capsys.readouterr().err
+    assert "--model mmm" in err and "not a model folder or a hub id (file name too long, 300 characters)" in err
+    assert "Traceback" not in err and len(err) < 250
 
 
 def test_set_reaches_top_level_settings(capsys):
