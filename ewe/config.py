@@ -285,9 +285,9 @@ class EWEConfig(_Section):
     @field_validator("method")
     @classmethod
     def _registered(cls, name: str) -> str:
-        from .methods.registry import names
+        from .methods.registry import known, names
 
-        if name not in names():
+        if not known(name):
             raise ValueError(f"not a registered method (methods: {', '.join(names())}; a method of "
                              "your own is registered with ewe.methods.registry.register before its configuration "
                              "is read)")

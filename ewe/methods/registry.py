@@ -90,6 +90,11 @@ def _installed() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}
 
 
+def known(name: str) -> bool:
+    """`name` is a method (the installed packages' entry points are read only for other names)."""
+    return name in BUILT_IN or name in _registered or name in _installed()
+
+
 def names() -> list[str]:
     return sorted(set(BUILT_IN) | set(_registered) | set(_installed()))
 
