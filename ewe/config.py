@@ -257,6 +257,12 @@ METHOD_SECTIONS: dict[str, str] = {  # built-in method -> the one section of its
     "ewe": "controller", "cove": "cove", "streaming-vr": "vr", "full-vr": "vr", "a2r": "a2r",
 }
 OPTIONS = "options"  # the section of a method registered outside ewe (ewe.methods.registry.register)
+OWN_SECTIONS = frozenset({*METHOD_SECTIONS.values(), OPTIONS})  # the sections only one kind of method reads
+
+
+def own_section(method: str) -> str:
+    """The section of `method`'s own settings."""
+    return METHOD_SECTIONS.get(method, OPTIONS)
 
 
 class EWEConfig(_Section):
@@ -300,8 +306,8 @@ class EWEConfig(_Section):
         if not isinstance(data, dict) or not isinstance(data.get("method", "ewe"), str):
             return data  # not a mapping, or not a name: the field types report it
         method = data.get("method", "ewe")
-        own = METHOD_SECTIONS.get(method, OPTIONS)
-        stray = sorted({s for s in (*METHOD_SECTIONS.values(), OPTIONS) if s != own and data.get(s) is not None})
+        own = own_section(method)
+        stray = sorted({s for s in OWN_SECTIONS if s != own and data.get(s) is not None})
         if stray:
             def owner(section: str) -> str:
                 if section == OPTIONS:
@@ -316,7 +322,7 @@ class EWEConfig(_Section):
     @model_serializer(mode="wrap")
     def _without_absent_sections(self, handler):
         data = handler(self)
-        for section in {*METHOD_SECTIONS.values(), OPTIONS}:
+        for section in OWN_SECTIONS:
             if data.get(section) is None:
                 data.pop(section, None)
         return data
@@ -324,7 +330,7 @@ class EWEConfig(_Section):
     @property
     def method_section(self) -> "ControllerConfig | CoveConfig | VerifyRefineConfig | A2RConfig | dict":
         """The chosen method's own settings (a registered method's `options` as given)."""
-        return getattr(self, METHOD_SECTIONS.get(self.method, OPTIONS))
+        return getattr(self, own_section(self.method))
 
     @property
     def pauses(self) -> bool:

@@ -177,3 +177,16 @@ def test_a_method_an_installed_package_declares_is_found_by_its_entry_point(monk
     with pytest.raises(ConfigError, match="entry point 'test-misnamed' = 'ewe_test_plugin:Plugged' names a class "
                                           "whose name is 'test-plugged'"):
         EWEConfig.build({"method": "test-misnamed"})
+
+
+def test_an_evaluation_sets_a_registered_methods_options_and_no_others(tmp_path):
+    from ewe.eval.harness import method_configs
+
+    _register_shouting_method()
+    shouting = tmp_path / "shouting.yaml"
+    shouting.write_text("method: test-shouting\noptions:\n  times: 2\n", encoding="utf-8")
+    configs = method_configs([str(shouting), "ewe"], {"options.times": 5, "controller.max_retries": 0})
+    assert configs["shouting"].options == {"times": 5} and configs["ewe"].controller.max_retries == 0
+    assert configs["ewe"].options is None
+    with pytest.raises(ConfigError, match="options.times: no method of this evaluation .* has that section"):
+        method_configs(["ewe"], {"options.times": 5})
