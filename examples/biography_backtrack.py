@@ -18,9 +18,8 @@ from ewe.verify.text import split_sentences
 prompt = sys.argv[1] if len(sys.argv) > 1 else "Tell me a bio of Isaac Newton."
 ewe = EWE.from_config("configs/ewe.yaml", **{"decoding.max_new_tokens": 150})
 bare = EWE.from_config("configs/bare.yaml", **{"decoding.max_new_tokens": 150})
-bare._fact_checker = ewe.fact_checker()  # the same checker judges both answers
 
-print(f"Prompt: {prompt}\n")
+print(f"Prompt: {prompt}\n")  # one checker (ewe.check) judges both answers
 print("=== the bare model, each sentence checked afterwards ===")
 answer = bare.generate(prompt).text
 context = ""
