@@ -9,7 +9,7 @@ import yaml
 from scripted import scripted_model, text_script
 from tiny import tiny_tokenizer
 
-from ewe import EWE
+from ewe import EWE, cli
 from ewe.config import EWEConfig
 from ewe.runtime import Runtime
 from ewe.eval.harness import run_eval
@@ -251,3 +251,44 @@ def test_eval_score_never_loads_the_generator(tmp_path, monkeypatch):
     out = score_files([results], tmp_path / "scored", eval_config=cfg, use_articles=False, progress=False)
     [summary] = out["summaries"]
     assert summary["n"] == 1 and summary["claims_per_response"] >= 1
+
+
+# -- ewe eval compare: paired differences ----------------------------------------------------------
+
+
+def _details(path, rows):
+    path.write_text("".join(json.dumps({"id": i, "n_claims": c, "n_supported": s}) + "\n" for i, c, s in rows),
+                    encoding="utf-8")
+    return path
+
+
+def test_compare_gives_the_paired_difference_and_an_interval_around_it(tmp_path, capsys):
+    from ewe.eval.compare import paired_difference
+    from ewe.eval.metric import score
+
+    a = _details(tmp_path / "a.details.jsonl", [(f"p{i}", 6, 3 + i % 3) for i in range(30)] + [("only-a", 6, 6)])
+    b = _details(tmp_path / "b.details.jsonl", [(f"p{i}", 6, 2 + i % 2) for i in range(30)])
+    d = paired_difference(a, b, K=6, resamples=2000)
+    expect = sum(score(6, 3 + i % 3, 6).f1 - score(6, 2 + i % 2, 6).f1 for i in range(30)) / 30
+    assert d["n"] == 30 and d["only_in_a"] == 1 and d["only_in_b"] == 0
+    assert abs(d["difference"] - expect) < 1e-12 and d["low"] < d["difference"] < d["high"] and d["low"] > 0
+    same = paired_difference(a, a)
+    assert same["difference"] == same["low"] == same["high"] == 0.0 and same["K"] == 6  # the median claims
+
+    assert cli.main(["eval", "compare", str(a), str(b), "--K", "6"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("a - b: F1@6 ") and "over 30 prompts (95% paired bootstrap interval" in out
+    assert "left out: 1 responses only in A, 0 only in B" in out
+
+
+def test_compare_refuses_files_that_cannot_be_paired(tmp_path):
+    a = _details(tmp_path / "a.details.jsonl", [("p1", 6, 3)])
+    b = _details(tmp_path / "b.details.jsonl", [("q1", 6, 3)])
+    with pytest.raises(SystemExit, match="share no response id: they were not scored on the same prompts"):
+        cli.main(["eval", "compare", str(a), str(b), "--K", "6"])
+    results = tmp_path / "run.jsonl"
+    results.write_text(json.dumps({"id": "p1", "text": "an answer"}) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"run\.jsonl:1: not a scored response .*details\.jsonl file"):
+        cli.main(["eval", "compare", str(results), str(a), "--K", "6"])
+    with pytest.raises(SystemExit, match="no such details file"):
+        cli.main(["eval", "compare", str(tmp_path / "none.jsonl"), str(a), "--K", "6"])

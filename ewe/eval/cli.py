@@ -1,4 +1,5 @@
-"""`ewe eval prompts | score | run`: prompt sets, scoring results files, and whole comparisons."""
+"""`ewe eval prompts | score | compare | run`: prompt sets, scoring results files, paired differences,
+and whole comparisons."""
 from __future__ import annotations
 
 import json
@@ -56,6 +57,25 @@ def cmd_score(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from .compare import paired_difference
+
+    for path in (args.a, args.b):
+        if not Path(path).is_file():
+            raise SystemExit(f"ewe eval compare: {path}: no such details file")
+    try:
+        d = paired_difference(Path(args.a), Path(args.b), args.K, args.resamples, args.seed)
+    except ValueError as e:
+        raise SystemExit(f"ewe eval compare: {e}") from None
+    name = lambda p: Path(p).name.removesuffix(".details.jsonl")  # noqa: E731
+    print(f"{name(args.a)} - {name(args.b)}: F1@{d['K']} {100 * d['mean_a']:.1f} - {100 * d['mean_b']:.1f} = "
+          f"{100 * d['difference']:+.1f} over {d['n']} prompts ({100 * d['level']:.0f}% paired bootstrap interval "
+          f"{100 * d['low']:+.1f} to {100 * d['high']:+.1f}, {d['resamples']} resamples)")
+    if d["only_in_a"] or d["only_in_b"]:
+        print(f"left out: {d['only_in_a']} responses only in A, {d['only_in_b']} only in B")
+    return 0
+
+
 def cmd_run(args) -> int:
     from ..runner import RunError
     from .harness import EvalError, run_eval
@@ -108,6 +128,16 @@ def add_eval_commands(sub) -> None:
     s.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"), help="the checker to score with")
     s.add_argument("--no-articles", action="store_true", help="datastore evidence only, not the prompt's article")
     s.set_defaults(func=cmd_score)
+
+    c = which.add_parser("compare", help="two methods' F1@K on the same prompts: the mean difference and a paired "
+                                         "bootstrap interval")
+    c.add_argument("a", help="details of method A (OUT/<dataset>/<method>.details.jsonl)")
+    c.add_argument("b", help="details of method B, scored on the same prompts")
+    c.add_argument("--K", type=positive_int, help="claims needed for full recall: give the table's K (default: the "
+                                                  "median claims per response over the two files)")
+    c.add_argument("--resamples", type=positive_int, default=5000)
+    c.add_argument("--seed", type=non_negative_int, default=0)
+    c.set_defaults(func=cmd_compare)
 
     r = which.add_parser("run", help="run methods on prompt sets, score and report (resumable)")
     r.add_argument("--methods", default="bare,ra,flare,cove,ewe",
