@@ -303,8 +303,11 @@ class EWEConfig(_Section):
     @classmethod
     def _chosen_method_section(cls, data):
         """Fill in the chosen method's section; refuse the sections of the others."""
-        if not isinstance(data, dict) or not isinstance(data.get("method", "ewe"), str):
-            return data  # not a mapping, or not a name: the field types report it
+        from .methods.registry import known
+
+        if not isinstance(data, dict) or not isinstance(data.get("method", "ewe"), str) or not known(
+                data.get("method", "ewe")):
+            return data  # not a mapping, not a name, or no method's: the field's check reports it
         method = data.get("method", "ewe")
         own = own_section(method)
         stray = sorted({s for s in OWN_SECTIONS if s != own and data.get(s) is not None})

@@ -153,6 +153,8 @@ def test_a_registered_method_is_chosen_by_the_configuration_and_reads_its_option
         EWEConfig.build({**base, "options": {"times": 2}})
     with pytest.raises(ConfigError, match=r"method: not a registered method \(methods: .*test-shouting"):
         EWEConfig.build({"method": "test-whispering"})
+    with pytest.raises(ConfigError, match=r"^invalid configuration: method: not a registered method"):
+        EWEConfig.build({"method": "cov", "cove": {}})  # the misspelt name is the error, not cove's section
 
 
 def test_a_method_an_installed_package_declares_is_found_by_its_entry_point(monkeypatch, tmp_path):
