@@ -56,6 +56,22 @@ def eos_masked(model, stop_ids):
             handle.remove()
 
 
+def time_interleaved(runs: dict, repeats: int) -> tuple[dict, dict, dict]:
+    """Run every `runs` entry (a function returning its tokens) `repeats` times, interleaved
+    so machine noise hits them alike. Returns each run's seconds and token count per repeat,
+    and its last tokens."""
+    times = {name: [] for name in runs}
+    counts = {name: [] for name in runs}  # every repeat's count, all checked
+    tokens = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            tokens[name] = fn()
+            times[name].append(time.perf_counter() - start)
+            counts[name].append(len(tokens[name]))
+    return times, counts, tokens
+
+
 def check_equal_counts(produced: dict[str, int], expected: int, what: str = "tokens") -> None:
     """Raise UnequalCounts unless every run produced `expected` {what}."""
     off = {name: n for name, n in produced.items() if n != expected}
@@ -98,7 +114,6 @@ def bench_decode(args, load_ewe) -> int:
     passages = [passage(t) for t in BENCH_TITLES[:k]]
     ids = torch.tensor([ewe.prompt_ids(BENCH_PROMPT)])
     model = ewe.model
-    tokens = {}
 
     def hf_generate():
         return hf_greedy(model, ids, n)
@@ -112,16 +127,9 @@ def bench_decode(args, load_ewe) -> int:
     runs = {"hf_generate": hf_generate, "ewe_k0": ewe_plain}
     if k:
         runs[f"ewe_k{k}"] = ewe_memory
-    times = {name: [] for name in runs}
-    counts = {name: [] for name in runs}  # every repeat's count, all checked
     with eos_masked(model, ewe.stop_ids):
         ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)  # warm up, and encode the units once
-        for _ in range(args.repeats):
-            for name, fn in runs.items():
-                start = time.perf_counter()
-                tokens[name] = fn()
-                times[name].append(time.perf_counter() - start)
-                counts[name].append(len(tokens[name]))
+        times, counts, tokens = time_interleaved(runs, args.repeats)
     produced = {name: statistics.median_low(c) for name, c in counts.items()}
     print(f"decode: {n} new tokens, prompt {ids.shape[1]} tokens, {args.repeats} repeats interleaved, "
           f"dtype {ewe.config.model.dtype}, M={ewe.config.memory.unit_tokens}, threads {torch.get_num_threads()}")

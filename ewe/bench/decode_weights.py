@@ -17,7 +17,6 @@ import copy
 import math
 import statistics
 import sys
-import time
 
 # 20 summaries of the embedded Wikipedia (every 500th title, sorted, from the 8th): not the
 # benchmark prompt's subject, and none of the memory passages (BENCH_TITLES).
@@ -72,7 +71,8 @@ def run_weight_formats(args, load_ewe) -> int:
     from ..config import EWEConfig
     from ..data.wiki import passage
     from ..ops import quantized_linear
-    from . import BENCH_PROMPT, BENCH_TITLES, UnequalCounts, check_equal_counts, eos_masked, hf_greedy
+    from . import (BENCH_PROMPT, BENCH_TITLES, UnequalCounts, check_equal_counts, eos_masked, hf_greedy,
+                    time_interleaved)
 
     ewe = load_ewe(args)
     base_dtype = ewe.config.model.dtype
@@ -111,9 +111,6 @@ def run_weight_formats(args, load_ewe) -> int:
         if k:
             runs[(f"ewe_k{k}", fmt)] = lambda v=v: v.generate(BENCH_PROMPT, passages=passages,
                                                               max_new_tokens=n).token_ids
-    times = {key: [] for key in runs}
-    counts = {key: [] for key in runs}
-    tokens = {}
     with contextlib.ExitStack() as masks:  # exactly n tokens everywhere: end-of-sequence masked in every model
         for v in variants.values():
             if v.model is not base_model:
@@ -122,12 +119,7 @@ def run_weight_formats(args, load_ewe) -> int:
         for v in variants.values():  # warm up, and encode the units once per format
             v.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)
         hf_generate()
-        for _ in range(args.repeats):
-            for key, fn in runs.items():
-                start = time.perf_counter()
-                tokens[key] = fn()
-                times[key].append(time.perf_counter() - start)
-                counts[key].append(len(tokens[key]))
+        times, counts, tokens = time_interleaved(runs, args.repeats)
 
     def linear_kind(fmt: str) -> str:
         if fmt == base_dtype:
