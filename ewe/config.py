@@ -162,6 +162,13 @@ class CheckerConfig(_Section):
         "judge", description="ita: the backend that judges each node of the tree")
     judge: str = Field("minilm-cross", description="judge: a shipped judge (minilm-cross) or a folder written by "
                        "`ewe judge train`")
+    reject_repeats: bool = Field(
+        True, description="every method that checks: a sentence that adds no claim beyond the answer so far "
+        "fails its check (trace reason 'repeats'). EWE's loop keeps a candidate rewrite only if it adds a "
+        "supported claim, and ends the answer where a repeat cannot be replaced by anything new (a shorter true "
+        "answer beats a padded one); Streaming-VR ends the answer before a repeat; Full-VR, A2R and CoVe drop "
+        "the repeated sentences of the answer they return"
+    )
     judge_threshold: float = Field(0.5, gt=0, lt=1, description="judge: P(supported) above which a claim is supported")
     ita_max_depth: int = Field(2, ge=0, le=5, description="ita: levels of sub-claims below a claim at most")
     ita_max_children: int = Field(3, ge=1, le=10, description="ita: sub-claims per node at most")
@@ -171,6 +178,9 @@ class CheckerConfig(_Section):
     llm: Literal["generator", "http"] = Field("generator", description="the model behind the llm extractor / judge")
     evidence_k: int = Field(3, ge=1, le=50, description="passages retrieved per claim")
     query_with_prompt: bool = Field(False, description="search evidence with prompt + claim")
+    bind_subjects: bool = Field(True, description="judge a claim only against what each passage says about the "
+                                "claim's subject: a passage about another person keeps just the sentences naming "
+                                "the claim's subject, or is dropped for it (ewe/verify/subject.py)")
     nli_model: str | None = Field(None, description="local folder of a sequence-classification NLI model")
     nli_label_map: dict[str, str] | None = Field(None, description="model label -> supported|unsupported|not_enough_evidence")
     http_base_url: str | None = None

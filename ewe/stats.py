@@ -62,6 +62,7 @@ class ControlledStats(_Stats):
     errored_checks: int  # checks whose backend or evidence search raised
     backtracks: int
     rejected_sentences: int  # answer positions whose sentence failed a check (dropped ones included)
+    repeats_rejected: int  # checks failed because the sentence added no claim beyond the answer so far
     rewritten_supported: int  # of those, the ones whose final sentence's claims were all supported
     rewritten_claimless: int  # of those, the ones whose final sentence passed only by holding no checkable claim
     candidates_decoded: int  # candidate rewrites decoded (rewrite_candidates > 1 or feedback in the prompt)

@@ -84,7 +84,9 @@ print(f"\n--- scored by {scorer.checker_name}"
       f"{'' if topic in wiki.summaries() else ' (no article named ' + repr(topic) + ': datastore evidence only)'} ---")
 for label, answer in answers.items():
     d = scorer.check({"id": label, "prompt": prompt, "text": answer.text, "topic": topic}, label, "demo")
-    sentences = d["sentences"]
+    sentences = [s for s in d["sentences"] if not s["repeats"]]  # a repeat adds nothing: counted once
     supported = sum(1 for s in sentences if s["claims"] and all(c["label"] == "supported" for c in s["claims"]))
-    print(f"{label:<11} {supported} of {len(sentences)} sentences supported "
-          f"({d['n_supported']} of {d['n_claims']} claims)")
+    print(f"{label:<11} {supported} of {len(sentences)} distinct sentences supported, "
+          f"{d['n_supported']} of {d['n_claims']} unique claims"
+          + (f" ({d['repeated_sentences']} repeated sentences, {d['n_claims_raw']} claims with repeats)"
+             if d["repeated_sentences"] else ""))

@@ -23,6 +23,8 @@ METHODS = {  # name -> (config file, overrides)
     "bare": ("bare.yaml", {}),
     "ra": ("ra.yaml", {}),
     "ewe": ("ewe.yaml", {}),
+    "ewe-rewrite": ("ewe-rewrite.yaml", {}),
+    "ewe-text": ("ewe-text.yaml", {}),
     "flare": ("flare.yaml", {}),
     "streaming-vr": ("streaming-vr.yaml", {}),
     "full-vr": ("full-vr.yaml", {}),

@@ -30,9 +30,10 @@ def corrected_by_feedback(needs=1):
     return lambda units: " ".join([A, B_RIGHT if units >= needs else B_WRONG, C])
 
 
-def make(script, checker=None, datastore=None, max_new_tokens=120, **controller):
+def make(script, checker=None, datastore=None, max_new_tokens=120, checker_section=None, **controller):
     cfg = EWEConfig.build(
         {
+            **({"checker": checker_section} if checker_section else {}),
             "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
             "retrieval": {"source": "fake" if datastore is not None else None, "top_k": 2},
             "decoding": {"max_new_tokens": max_new_tokens},
@@ -418,7 +419,7 @@ class FakeDatastore:
         out = []
         for q in queries:
             tail = q.split(".")[-2].strip() if q.count(".") > 1 else q
-            out.append([Hit(id=len(self.queries), score=0.7, text=f"Passage about {tail}.", title=tail[:20],
+            out.append([Hit(id=len(self.queries), score=0.7, text=f"Passage about {tail}.", title=tail[:20].lower(),  # no name: about no one
                             source_id=tail, start=0, end=10)])
         return out
 
@@ -616,3 +617,68 @@ def test_a_candidate_that_claims_nothing_is_never_kept_and_ranks_below_a_support
         candidate_rank(likely, SimpleNamespace(verdict="not_checkable"))
     assert candidate_rank(likely, SimpleNamespace(verdict="supported")) > \
         candidate_rank(unlikely, SimpleNamespace(verdict="supported"))
+
+
+# -- repeats: a sentence that adds nothing fails its check ------------------------------------
+
+
+def test_a_sentence_that_repeats_the_answer_fails_and_the_answer_ends_before_it():
+    checker = ScriptedChecker(false=set())  # every sentence would pass its check
+    r = make(text_script(fixed(f"{A} {C} {A} {B_RIGHT}")), checker).generate(PROMPT)
+    assert r.text.strip() == f"{A} {C}"  # greedy retries write the repeat again: nothing new, so the answer ends
+    [rep] = [e for e in events(r, "check") if e.get("reason") == "repeats"][:1]
+    assert rep["needs_rewrite"] and rep["repeats"][0]["why"] == "the same sentence"
+    assert r.stats["repeats_rejected"] >= 1
+    assert events(r, "retries_exhausted")[-1]["policy"] == "stop"
+
+
+def test_a_sentence_whose_claims_an_earlier_one_holds_is_a_repeat():
+    wider = "Marie Curie was a physicist and a chemist."
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(f"{wider} {C} {A}")), checker).generate(PROMPT)
+    assert r.text.strip() == f"{wider} {C}"
+    rep = [e for e in events(r, "check") if e.get("reason") == "repeats"][0]
+    assert rep["repeats"] == [{"claim": A, "earlier": wider, "why": "an earlier claim holds its content words"}]
+
+
+def test_repeats_are_kept_when_the_setting_is_off():
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(f"{A} {C} {A}")), checker, checker_section={"reject_repeats": False}).generate(PROMPT)
+    assert r.text.strip() == f"{A} {C} {A}" and r.stats["repeats_rejected"] == 0
+
+
+class PeopleStore:
+    """Every query finds the same three passages: the person's own, a relative's that names them,
+    and a stranger's."""
+
+    def search(self, queries, k, threshold=None, dedup_sources=True):
+        def hit(i, title, text):
+            return Hit(id=i, score=0.8 - i / 10, text=f"{title} (someone): {text}", title=title, source_id=title,
+                       start=0, end=len(text))
+
+        return [[hit(0, "Marie Curie", "She was born in Warsaw."),
+                 hit(1, "Pierre Curie", "He married Marie Curie in 1895."),
+                 hit(2, "Franz Kafka", "His best-known works include The Castle.")] for _ in queries]
+
+    def __len__(self):
+        return 3
+
+
+def test_passages_about_someone_else_stay_out_of_memory_unless_they_name_the_subject():
+    cfg = EWEConfig.build({"memory": {"unit_tokens": 24, "retrieval_units": 4, "feedback_units": 2},
+                           "retrieval": {"source": "fake", "top_k": 3}, "decoding": {"max_new_tokens": 60},
+                           "controller": {"verify_trigger": "never", "retrieval_trigger": "interval"}})
+    r = EWE(scripted_model(text_script(fixed(f"{A} {C}"))), tiny_tokenizer(), cfg, datastore=PeopleStore()).generate(PROMPT)
+    titles = {u["title"] for u in r.memory["retrieval"]}
+    assert titles == {"Marie Curie", "Pierre Curie"}
+    assert all(e["off_subject"] == ["Franz Kafka"] for e in events(r, "retrieve"))
+    plain = EWE(scripted_model(text_script(fixed(f"{A} {C}"))), tiny_tokenizer(), cfg, datastore=PeopleStore())
+    assert "Franz Kafka" in {u["title"] for u in plain.generate("Tell me about radioactivity.").memory["retrieval"]}
+
+
+def test_a_last_sentence_the_budget_cut_right_after_its_end_is_checked():
+    checker = ScriptedChecker(false=set())
+    budget = len(ids_of(f"{A} {C} {A}"))
+    r = make(text_script(fixed(f"{A} {C} {A} {B_RIGHT}")), checker, max_new_tokens=budget).generate(PROMPT)
+    assert checker.calls[:3] == [A, C, A]  # the last one ended with the budget and is checked: a repeat
+    assert r.text.strip() == f"{A} {C}" and r.stats["repeats_rejected"] >= 1

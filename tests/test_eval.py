@@ -257,7 +257,7 @@ def test_eval_score_never_loads_the_generator(tmp_path, monkeypatch):
 
 
 def _details(path, rows):
-    path.write_text("".join(json.dumps({"id": i, "n_claims": c, "n_supported": s}) + "\n" for i, c, s in rows),
+    path.write_text("".join(json.dumps({"id": i, "n_claims": c, "n_supported": s, "dedup": "core"}) + "\n" for i, c, s in rows),
                     encoding="utf-8")
     return path
 

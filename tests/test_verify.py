@@ -547,3 +547,19 @@ def test_coordinated_adjectives_stay_one_claim():
     assert claims("Marie Curie built a house and painted it.") == ["Marie Curie built a house.", "Marie Curie painted it."]
     assert claims("Marie Curie founded a company and moved to Paris.") == [
         "Marie Curie founded a company.", "Marie Curie moved to Paris."]
+
+
+@pytest.mark.parametrize("line,claims", [
+    ("Birthdate: 22 March 1614", ["Jean Racine's birthdate is 22 March 1614."]),
+    ("**Born:** 22 December 1639, La Ferté-Milon", ["Jean Racine was born 22 December 1639, La Ferté-Milon."]),
+    ("- He wrote Phèdre", ["Jean Racine wrote Phèdre."]),
+    ("2) He died in 1699", ["Jean Racine died in 1699."]),
+    ("Place of birth: La Ferté-Milon", ["Jean Racine's place of birth is La Ferté-Milon."]),
+    ("In 1677: he left the theatre", ["In 1677: he left the theatre."]),  # a sentence with a colon, not a field
+])
+def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
+    from ewe.verify.claims import RuleClaimExtractor
+
+    got = RuleClaimExtractor().extract(line, context="Jean Racine was a French dramatist.",
+                                       prompt="Tell me a bio of Jean Racine.")
+    assert [c.text for c in got.claims] == claims

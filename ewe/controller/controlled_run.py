@@ -22,11 +22,14 @@ import torch
 from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..stats import ControlledStats
-from ..verify.types import UNSUPPORTED
+from ..verify.claims import prompt_person
+from ..verify.redundancy import Redundancy, sentence_repeats
+from ..verify.subject import names_subject, passage_subject, same_subject
+from ..verify.types import SUPPORTED, UNSUPPORTED, Evidence
 from .feedback import feedback_messages
 from .rewrites import Attempt, decode_candidates, looks_garbled
 from .schedule import PauseSchedule
-from .sentences import Sentence, SentenceTracker
+from .sentences import Sentence, SentenceTracker, ends_sentence
 from .trace import Trace, check_event
 
 
@@ -61,6 +64,10 @@ class ControlledRun(Hook):
         self.in_prompt: set[str] = set()  # passages the prompt already holds as text: never a unit as well
         self.banned: dict[int, set[int]] = {}  # answer position -> first tokens of dropped sentences
         self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
+        self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
+        self.repeats_rejected = 0
+        self.reject_repeats = runtime.config.checker.reject_repeats
+        self.subject = prompt_person(prompt)  # whom retrieved passages must be about (None: any)
 
     # -- memory ------------------------------------------------------------------------
 
@@ -86,10 +93,16 @@ class ControlledRun(Hook):
         hits = self.runtime.retrieve([query])[0]
         t1 = time.perf_counter()
         self.seconds["retrieve"] += t1 - t0
+        found = [h.to_dict() for h in hits]
+        hits, off = self._about_subject(hits)
         if into_prompt:
-            self.trace.add("retrieve", why=why, query=query, hits=[h.to_dict() for h in hits], placement="prompt")
+            event = self.trace.add("retrieve", why=why, query=query, hits=found, placement="prompt")
+            if off:
+                event["off_subject"] = off
             return hits
-        event = self.trace.add("retrieve", why=why, query=query, hits=[h.to_dict() for h in hits], added=[], evicted=[], present=[])
+        event = self.trace.add("retrieve", why=why, query=query, hits=found, added=[], evicted=[], present=[])
+        if off:
+            event["off_subject"] = off
         hits = [h for h in hits if h.text not in self.in_prompt]
         if hits:
             meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
@@ -97,6 +110,21 @@ class ControlledRun(Hook):
             event.update(added=change["added"], evicted=change["evicted"], present=change["present"])
         event["seconds"] = {"search": round(t1 - t0, 4), "encode": round(time.perf_counter() - t1, 4)}
         return hits
+
+    def _about_subject(self, hits: list) -> tuple[list, list[str]]:
+        """The hits that can speak about the person the prompt asks about (verify/subject.py): a
+        passage about someone else enters memory only if it names them ("Pierre Curie ... his wife
+        Marie Curie"); the titles of the others. Prompts that name no person keep every hit."""
+        if self.subject is None:
+            return hits, []
+        kept, off = [], []
+        for h in hits:
+            about = passage_subject(Evidence(text=h.text, title=h.title))
+            if about is None or same_subject(self.subject, about) or names_subject(h.text, self.subject, about):
+                kept.append(h)
+            else:
+                off.append(h.title)
+        return kept, off
 
     # -- backtracking --------------------------------------------------------------------
 
@@ -114,32 +142,64 @@ class ControlledRun(Hook):
             return Rewind(start)
         return Rewind(start, restore.tokens, restore.logprobs, restore.entropies)
 
-    def _on_failed(self, sentence: Sentence, check) -> Rewind | None:
-        """Decide what happens to a sentence that failed its check; a Rewind if the text changes."""
+    # -- repeats -------------------------------------------------------------------------
+
+    def _earlier_claims(self, start: int) -> list[str]:
+        """What the answer before token `start` says: the claims of its checked sentences, and the
+        text of those never checked."""
+        out = []
+        for x in self.tracker.sentences:
+            if x.end > start:
+                break
+            event = self.checks.get((x.start, x.text))
+            out += [v["claim"] for v in event["verdicts"]] if event and event["verdicts"] else [x.text]
+        return out
+
+    def _repeats(self, start: int, text: str, check) -> list[dict]:
+        """Why the sentence at `start` adds nothing to the answer so far; [] when it adds something."""
+        earlier_text = [x.text for x in self.tracker.sentences if x.end <= start]
+        return sentence_repeats(self.redundancy, text, [c.text for c in check.claims], earlier_text,
+                                self._earlier_claims(start))
+
+    def _new_supported(self, start: int, check) -> int:
+        """Supported claims of a candidate's check that the answer before `start` does not already hold."""
+        claims = [v.claim.text for v in check.verdicts if v.label == SUPPORTED]
+        if not claims:
+            return 0
+        return sum(1 for s in self.redundancy.novel(claims, self._earlier_claims(start)) if s is None)
+
+    def _on_failed(self, sentence: Sentence, check, repeats: bool = False) -> Rewind | None:
+        """Decide what happens to a sentence that failed its check (or repeats the answer); a
+        Rewind if the text changes."""
         history = self.attempts.setdefault(sentence.start, [])
         t = self.tracker
         history.append(Attempt(t.tokens[sentence.start:sentence.end], t.logprobs[sentence.start:sentence.end],
                                t.entropies[sentence.start:sentence.end], sentence.text, len(check.nonfactual_claims)))
-        feedback = feedback_messages(check, self.cfg.feedback, self.memory.pools["feedback"].capacity)
+        feedback = [] if repeats else feedback_messages(check, self.cfg.feedback, self.memory.pools["feedback"].capacity)
         if self.backtracks >= self.cfg.max_backtracks:
+            if repeats:  # a repeat is never kept: with no backtrack left the answer ends before it
+                return self._give_up(sentence.start, history, feedback, "backtrack budget spent", repeats=True)
             self.trace.add("retries_exhausted", policy="keep (backtrack budget spent)", kept=sentence.text,
                            attempts=len(history))
             return None
         if self.candidate_rewrites:
-            return self._rewrite_from_candidates(sentence.start, history, feedback)
+            return self._rewrite_from_candidates(sentence.start, history, feedback, repeats)
         if feedback:
             self._add_units([f["text"] for f in feedback], "feedback",
                             [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
         repeated = next((i for i, a in enumerate(history[:-1], 1) if a.tokens == history[-1].tokens), None)
         if len(history) <= self.cfg.max_retries and repeated is None:
             self.rewriting = sentence.start
-            return self._backtrack(sentence.start, "unsupported claims", len(history), feedback)
+            return self._backtrack(sentence.start, "repeats" if repeats else "unsupported claims", len(history),
+                                   feedback)
         why = f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up"
-        return self._give_up(sentence.start, history, feedback, why)
+        return self._give_up(sentence.start, history, feedback, why, repeats)
 
-    def _give_up(self, start: int, history: list[Attempt], feedback: list[dict], why: str) -> Rewind | None:
-        """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`."""
-        policy = self.cfg.on_retries_exhausted
+    def _give_up(self, start: int, history: list[Attempt], feedback: list[dict], why: str,
+                 repeats: bool = False) -> Rewind | None:
+        """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`; after
+        a repeat that nothing new replaced, the answer ends there."""
+        policy = "stop" if repeats else self.cfg.on_retries_exhausted
         if policy in ("drop", "stop"):
             self.trace.add("retries_exhausted", policy=policy, kept="", attempts=len(history), why=why)
             if policy == "stop":
@@ -162,7 +222,8 @@ class ControlledRun(Hook):
         return self._backtrack(start, "retries exhausted: restoring the best attempt", len(history), [],
                                restore=best)
 
-    def _rewrite_from_candidates(self, start: int, history: list[Attempt], feedback: list[dict]) -> Rewind | None:
+    def _rewrite_from_candidates(self, start: int, history: list[Attempt], feedback: list[dict],
+                                 repeats: bool = False) -> Rewind | None:
         """Up to max_retries rounds of `rewrite_candidates` rewrites judged together (rewrites.py)."""
         cfg = self.cfg
         context = self.tracker.decode(0, start)
@@ -201,14 +262,15 @@ class ControlledRun(Hook):
                 c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
                 # a rewrite corrects the sentence only if its claims are supported: one that passes by
                 # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
+                c.new_supported = self._new_supported(start, c_check) if self.reject_repeats else None
                 judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
-                               and not looks_garbled(c.text)))
+                               and not looks_garbled(c.text) and c.new_supported != 0))
             self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
             passing = [(c, chk) for c, chk, ok in judged if ok]
             chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
             self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
                            candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
-                                        "unsupported": c.unsupported,
+                                        "unsupported": c.unsupported, "new_supported": c.new_supported,
                                         "garbled": looks_garbled(c.text), "mean_logprob": round(c.mean_logprob, 4)}
                                        for c, chk, _ in judged],
                            chosen=chosen[0].text if chosen else None)
@@ -224,7 +286,8 @@ class ControlledRun(Hook):
                 break  # every candidate repeated an earlier attempt or the answer (or none completed)
             closest = min(checked, key=lambda j: j[0].unsupported)[1]
             feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
-        return self._give_up(start, history, feedback, "no candidate passed")
+        return self._give_up(start, history, feedback,
+                             "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
 
     def logits(self, loop: TokenLoop, logits: torch.Tensor) -> torch.Tensor:
         """After `drop`, the answer goes on at that point with a first token no dropped attempt had."""
@@ -255,9 +318,14 @@ class ControlledRun(Hook):
             self.seconds["check"] += time.perf_counter() - t0
             event = self.trace.add("check", start_token=s.start, **check_event(check))
             event["needs_rewrite"] = rewrite = self._needs_rewrite(check)
+            repeats = [] if rewrite or not self.reject_repeats else self._repeats(s.start, s.text, check)
+            if repeats:  # adds nothing to the answer: fails like an unsupported sentence
+                event.update(needs_rewrite=True, reason="repeats", repeats=repeats)
+                rewrite = True
+                self.repeats_rejected += 1
             self.checks[(s.start, s.text)] = event
             if rewrite:
-                rewind = self._on_failed(s, check)
+                rewind = self._on_failed(s, check, repeats=bool(repeats))
                 if rewind is not None:
                     return rewind
         return None
@@ -292,8 +360,8 @@ class ControlledRun(Hook):
     def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | None:
         if reason == "eos":
             self._new_sentences(self.tracker.finish(complete=True))
-        else:  # cut off: a last sentence that is not complete is never checked
-            self._new_sentences([s for s in self.tracker.finish(complete=False) if s.complete])
+        else:  # cut off: a last sentence is checked only if it ended before the budget did
+            self._new_sentences([s for s in self.tracker.finish(complete=ends_sentence(self.tracker.text)) if s.complete])
         return self._pauses(final=True)
 
     def run(self) -> GenerationResult:
@@ -365,6 +433,7 @@ class ControlledRun(Hook):
             errored_checks=sum(1 for e in tr.events if e["type"] == "check" and e.get("verdict") == "error"),
             backtracks=self.backtracks,
             rejected_sentences=len(self.attempts),
+            repeats_rejected=self.repeats_rejected,
             rewritten_supported=rewritten["supported"],
             rewritten_claimless=rewritten["claimless"],
             candidates_decoded=self.candidates["decoded"],
@@ -395,10 +464,11 @@ class ControlledRun(Hook):
 
 
 def candidate_rank(candidate: Attempt, check) -> tuple:
-    """Which passing candidate is kept: the likeliest. Only supported candidates pass (when a
-    candidate holding no checkable claim could pass, a quarter of the bio rewrites kept were such
-    filler); the verdict stays first in the key so a looser pass rule could never rank filler first."""
-    return (check.verdict == "supported", candidate.mean_logprob)
+    """Which passing candidate is kept: the one adding the most supported claims the answer does
+    not hold yet, then the likeliest. Only supported candidates pass (when a candidate holding no
+    checkable claim could pass, a quarter of the bio rewrites kept were such filler); the verdict
+    stays first in the key so a looser pass rule could never rank filler first."""
+    return (check.verdict == "supported", candidate.new_supported or 0, candidate.mean_logprob)
 
 
 def _norm(text: str) -> str:

@@ -29,6 +29,7 @@ class Attempt:
     text: str
     unsupported: int = 0
     check: dict | None = None  # its check, as a trace "check" event's data (kept if this attempt is restored)
+    new_supported: int | None = None  # a candidate's supported claims the answer does not hold yet (None: not counted)
 
     @property
     def mean_logprob(self) -> float:

@@ -6,6 +6,7 @@
     report.py    Markdown / CSV table, PNG plots, one HTML page, an audit sample
     cli.py       `ewe eval prompts | score | run`
     checker_accuracy.py  a checker's balanced accuracy on the labelled set (ewe.data.labelled_set)
+    binding.py   subject binding end to end on ewe.data.subject_set (`ewe judge eval-binding`)
 
 The prompt sets come from ewe.data.prompt_sets.
 """

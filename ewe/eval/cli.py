@@ -1,4 +1,4 @@
-"""`ewe eval prompts | score | compare | run`: prompt sets, scoring results files, paired differences,
+"""`ewe eval prompts | score | compare | table | run`: prompt sets, scoring results files, paired differences,
 and whole comparisons."""
 from __future__ import annotations
 
@@ -76,6 +76,20 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_table(args) -> int:
+    from .table import write
+
+    if not Path(args.summary).is_file():
+        raise SystemExit(f"ewe eval table: {args.summary}: no such summary file (ewe eval run writes OUT/summary.json)")
+    try:
+        table = write(Path(args.summary), args.baseline.split(","), Path(args.out))
+    except (ValueError, FileNotFoundError) as e:
+        raise SystemExit(f"ewe eval table: {e}") from None
+    print(table["markdown"], end="")
+    print(f"written: {args.out}")
+    return 0
+
+
 def cmd_run(args) -> int:
     from ..runner import RunError
     from .harness import EvalError, run_eval
@@ -138,6 +152,14 @@ def add_eval_commands(sub) -> None:
     c.add_argument("--resamples", type=positive_int, default=5000)
     c.add_argument("--seed", type=non_negative_int, default=0)
     c.set_defaults(func=cmd_compare)
+
+    t = which.add_parser("table", help="the README's results table from a run: unique-claim F1, the paired "
+                                       "difference to the best baseline, repeats, other subjects' facts, seconds")
+    t.add_argument("summary", help="OUT/summary.json of ewe eval run")
+    t.add_argument("--baseline", default="ra,ra-4", help="comma-separated methods; the best of them per dataset is "
+                                                          "what the others are compared with")
+    t.add_argument("--out", required=True, help="JSON file: the figures and the Markdown table")
+    t.set_defaults(func=cmd_table)
 
     r = which.add_parser("run", help="run methods on prompt sets, score and report (resumable)")
     r.add_argument("--methods", default="bare,ra,flare,cove,ewe",

@@ -17,6 +17,9 @@ def claim_counts(details: Path) -> dict[str, tuple[int, int]]:
     """id -> (claims, supported claims) of each scored response in a details file."""
     out = {}
     for line, row in read_jsonl(details):
+        if isinstance(row, dict) and "n_claims" in row and row.get("dedup") is None:
+            raise ValueError(f"{details}:{line}: counted before unique-claim scoring (repeats counted); rescore it "
+                             "with `ewe eval score` (duplicates are marked from the stored claims, none is checked again)")
         try:
             out[str(row["id"])] = (int(row["n_claims"]), int(row["n_supported"]))
         except (KeyError, TypeError, ValueError) as e:

@@ -8,7 +8,11 @@ datastore (plus, when the prompt names a known article, that article), then
     recall@K  = min(supported / K, 1)
     F1@K      = harmonic mean of the two (0 when nothing is supported)
 
-K is the median number of claims per response over the dataset (VeriScore's choice: the
+over the response's *unique* claims: claims that repeat an earlier claim of the same response
+(identical after normalization, or entailing each other both ways by the judge, CORE's grouping;
+ewe.verify.redundancy) are counted once, so an answer that says a supported sentence six times
+scores what it scores saying it once. The raw counts are kept beside the unique ones.
+K is the median number of unique claims per response over the dataset (VeriScore's choice: the
 fewest claims a response needs for perfect recall). A response with no claims scores 0.
 "Supported" is the checker's label; unsupported, not-enough-evidence and failed checks
 all count as not supported (failures are flagged in the details).
@@ -84,6 +88,9 @@ def check_response(fact_checker, response: str, prompt: str) -> list[dict]:
                     "rationale": v.rationale,
                     "evidence": [{"title": e.title, "text": e.text, "score": round(float(e.score), 4)}
                                  for e in v.evidence[:3]],
+                    **({"subject_binding": v.details["subject_binding"]}
+                       if v.details and v.details.get("subject_binding") else {}),
+                    "other_subject": v.label == "supported" and credited_elsewhere(v, prompt),
                 }
                 for v in check.verdicts
             ],
@@ -91,9 +98,63 @@ def check_response(fact_checker, response: str, prompt: str) -> list[dict]:
     return sentences
 
 
+DEDUP = "core"  # the grouping a details line's unique counts were made with (a rerun redoes older ones)
+
+
+def mark_duplicates(sentences: list[dict], redundancy) -> None:
+    """Mark each claim that repeats an earlier claim of the response (`duplicate_of`: the sentence
+    and claim it repeats, and why), and each sentence that adds nothing (`repeats`: every claim of
+    it a duplicate, or its text identical to an earlier sentence's). Idempotent."""
+    from ..verify.redundancy import normalize
+
+    flat = [(si, ci, c) for si, s in enumerate(sentences) for ci, c in enumerate(s["claims"])]
+    for _, _, c in flat:
+        c.pop("duplicate_of", None)
+    grouping = redundancy.group([c["text"] for _, _, c in flat])
+    for i, (j, why) in grouping.merged.items():
+        flat[i][2]["duplicate_of"] = {"sentence": flat[j][0], "claim": flat[j][1], "text": flat[j][2]["text"],
+                                      "why": why}
+    seen: set[str] = set()
+    for s in sentences:
+        key = normalize(s["text"])
+        s["repeats"] = key in seen or (bool(s["claims"]) and all("duplicate_of" in c for c in s["claims"]))
+        seen.add(key)
+
+
+def credited_elsewhere(verdict, prompt: str) -> bool:
+    """A supported claim whose deciding passage is about someone else and never names the claim's
+    subject: another person's fact credited to this one (what subject binding exists to prevent)."""
+    from ..verify.subject import claim_subject, names_subject, passage_subject, same_subject
+
+    if not verdict.evidence:
+        return False
+    subject = claim_subject(verdict.claim.text, prompt)
+    about = passage_subject(verdict.evidence[0])
+    if subject is None or about is None or same_subject(subject, about):
+        return False
+    return not names_subject(verdict.evidence[0].text, subject, about)
+
+
 def claim_counts(sentences: list[dict]) -> tuple[int, int]:
+    """(unique claims, unique supported claims): duplicates marked by `mark_duplicates` are left out."""
+    claims = [c for s in sentences for c in s["claims"] if "duplicate_of" not in c]
+    return len(claims), sum(1 for c in claims if c["label"] == "supported")
+
+
+def raw_claim_counts(sentences: list[dict]) -> tuple[int, int]:
+    """(claims, supported claims) counting every repeat, as FActScore-style scorers do."""
     claims = [c for s in sentences for c in s["claims"]]
     return len(claims), sum(1 for c in claims if c["label"] == "supported")
+
+
+def count_fields(sentences: list[dict]) -> dict:
+    """The counts a details line carries: unique (scored), raw, and the response's repeated sentences."""
+    n, sup = claim_counts(sentences)
+    n_raw, sup_raw = raw_claim_counts(sentences)
+    return {"n_claims": n, "n_supported": sup, "n_claims_raw": n_raw, "n_supported_raw": sup_raw,
+            "repeated_sentences": sum(1 for s in sentences if s.get("repeats")), "dedup": DEDUP,
+            "other_subject_credits": sum(1 for s in sentences for c in s["claims"]
+                                         if c.get("other_subject") and "duplicate_of" not in c)}
 
 
 def vr_efficiency(streaming_refine_tokens: list[float], full_refine_tokens: list[float]) -> float | None:

@@ -48,12 +48,14 @@ COLUMNS = (
     ("Method", "method", "text"), ("n", "n", "int"), ("Precision", "precision", "pct"),
     ("Recall", "recall", "pct"), ("F1@K", "f1", "pct"), ("K", "K", "int"),
     ("Claims/resp", "claims_per_response", "one"), ("Supported/resp", "supported_per_response", "one"),
+    ("Raw claims/resp", "raw_claims_per_response", "one"), ("Repeated sent./resp", "repeated_sentences_per_response", "two"),
     ("Tokens", "tokens", "zero"), ("s/prompt", "seconds_per_prompt", "two"), ("Pauses", "pauses", "one"),
     ("Backtracks", "backtracks", "one"), ("Refine tokens", "refine_tokens", "one"), ("Checker", "checker", "text"),
     ("In-loop checker", "in_loop_checker", "text"),
 )
 # only Streaming-VR / Full-VR runs have refinement counts; only `ewe eval run` knows the methods' own checkers
-OPTIONAL_KEYS = ("refine_tokens", "vr_method", "in_loop_checker", "self_graded")
+OPTIONAL_KEYS = ("refine_tokens", "vr_method", "in_loop_checker", "self_graded", "raw_claims_per_response",
+                 "raw_supported_per_response", "repeated_sentences_per_response")
 _F1_COL = [key for _, key, _ in COLUMNS].index("f1")
 
 
@@ -213,8 +215,9 @@ def _md_cell(text: str) -> str:
 def _results_md(summaries: list[dict], title: str, scorer_note: str = "") -> str:
     headers = [h for h, _, _ in COLUMNS]
     lines = [f"# {title}", "",
-             "Precision, recall and F1@K in %; claims, tokens, pauses and backtracks are means per response; "
-             "the best F1 per dataset is in bold.", ""]
+             "Precision, recall and F1@K in %, over each response's unique claims (a claim that repeats an earlier "
+             "one of the same response counts once; raw claims count every repeat); claims, tokens, pauses and "
+             "backtracks are means per response; the best F1 per dataset is in bold.", ""]
     if scorer_note:
         lines += [f"Scoring judge: {scorer_note}.", ""]
     graded = sorted({s["method"] for s in summaries if s.get("self_graded")})
@@ -568,7 +571,7 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 <h2>Responses</h2>
 {% for group in groups %}<h3>{{ group.dataset }} · {{ group.method }} <span class="muted">({{ group.records|length }} responses;
 {% if group.checker_name %} checker: {{ group.checker_name }}{% elif group.has_checker %} checker: the method's own{% else %} checker: none, this method checks nothing while it writes{% endif %})</span></h3>
-{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · scorer: {{ r.n_supported }}/{{ r.n_claims }} claims supported{% if r.checker_tally %} · checker: {{ r.checker_tally }}{% endif %} · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
+{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · scorer: {{ r.n_supported }}/{{ r.n_claims }} claims supported{% if r.n_claims_raw is defined and r.n_claims_raw != r.n_claims %} (unique; {{ r.n_claims_raw }} with repeats){% endif %}{% if r.checker_tally %} · checker: {{ r.checker_tally }}{% endif %} · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
 <p><b>Prompt:</b> {{ r.prompt }}</p>
 <details><summary>Full response</summary><pre>{{ r.response }}</pre></details>
 {% for s in r.views %}<div class="sentence"><p class="stext">{{ s.text }}</p>
@@ -580,7 +583,7 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 {% else %}<div class="check none"><span class="tag">checker</span> {{ s.checker_note }}</div>
 {% endfor %}
 <div class="tally"><span class="tag scorer">scorer</span> {{ s.scorer }}</div>
-{% for c in s.claims %}<div class="claim {{ c.label }}"><span class="verdict">{{ c.label|replace("_", " ") }}</span> <span class="muted">{{ num(c.score) }}</span> {{ c.text }}
+{% for c in s.claims %}<div class="claim {{ c.label }}"><span class="verdict">{{ c.label|replace("_", " ") }}</span> <span class="muted">{{ num(c.score) }}</span> {{ c.text }}{% if c.duplicate_of %} <span class="muted">(repeats “{{ c.duplicate_of.text }}”: {{ c.duplicate_of.why }}; counted once)</span>{% endif %}
 {% if c.error %}<div class="muted">checker error: {{ c.error }}</div>{% endif %}
 {% if c.evidence %}<details class="evidence"><summary>evidence ({{ c.evidence|length }})</summary><ul>
 {% for e in c.evidence %}<li><b>{{ e.title }}</b> <span class="muted">({{ num(e.get('score')) }})</span>: {{ e.text }}</li>

@@ -17,7 +17,7 @@ from ..files import read_jsonl
 from ..record_log import RecordLog
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
-from .metric import WithArticle, check_response, claim_counts, median_k, score
+from .metric import DEDUP, WithArticle, check_response, count_fields, mark_duplicates, median_k, score
 
 
 class Scorer:
@@ -25,9 +25,12 @@ class Scorer:
     from its datastore) and, with `use_articles`, the article a prompt's "topic" names. It never
     generates, so the generator is loaded only if the checker itself asks a model."""
 
-    def __init__(self, runtime, use_articles: bool = True):
+    def __init__(self, runtime, use_articles: bool = True, redundancy=None):
+        from ..verify.redundancy import Redundancy
+
         self.runtime = runtime
         self.use_articles = use_articles
+        self.redundancy = redundancy or Redundancy()  # the shipped judge links claims that restate each other
 
     @property
     def checker_name(self) -> str:
@@ -63,18 +66,26 @@ class Scorer:
         if article is None:
             return base
         return FactChecker(base.checker, evidence=WithArticle(base.evidence, article), extractor=base.extractor,
-                           k=base.k, query_with_prompt=base.query_with_prompt)
+                           k=base.k, query_with_prompt=base.query_with_prompt, bind_subjects=base.bind_subjects)
 
     def check(self, row: dict, method: str, dataset: str) -> dict:
         """One result line -> its details line (claims, verdicts, counts; scores come later)."""
         response = row.get("text", "")
         sentences = check_response(self._checker_for(row.get("topic")), response, row["prompt"]) if response.strip() else []
-        n_claims, n_supported = claim_counts(sentences)
+        mark_duplicates(sentences, self.redundancy)
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
-            "dataset": dataset, "response": response, "sentences": sentences, "n_claims": n_claims,
-            "n_supported": n_supported, "stats": kept_stats(row),
+            "dataset": dataset, "response": response, "sentences": sentences, **count_fields(sentences),
+            "stats": kept_stats(row),
         }
+
+    def deduplicate(self, detail: dict) -> dict:
+        """A details line checked before unique-claim scoring gets its duplicates marked and its
+        counts redone from the claims it holds (no claim is checked again)."""
+        if detail.get("dedup") != DEDUP:
+            mark_duplicates(detail["sentences"], self.redundancy)
+            detail.update(count_fields(detail["sentences"]))
+        return detail
 
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
         """Check every response of `results` not yet in `details`; return all details lines."""
@@ -85,7 +96,7 @@ class Scorer:
                 log.append(self.check(row, method, dataset))
             written = log.records()
         by_id = {str(r["id"]): r for r in rows}
-        kept = [d for d in written if d["id"] in by_id]
+        kept = [self.deduplicate(d) for d in written if d["id"] in by_id]
         for d in kept:  # stats come from the results file, so details checked by an older ewe get today's keys
             d["stats"] = kept_stats(by_id[d["id"]])
         return kept
@@ -139,6 +150,9 @@ def summarize(details: list[dict], method: str, dataset: str, K: int, checker: s
         "method": method, "dataset": dataset, "n": len(details), "K": K,
         "precision": mean("precision"), "recall": mean("recall"), "f1": mean("f1"),
         "claims_per_response": mean("n_claims"), "supported_per_response": mean("n_supported"),
+        "raw_claims_per_response": mean("n_claims_raw"), "raw_supported_per_response": mean("n_supported_raw"),
+        "repeated_sentences_per_response": mean("repeated_sentences"),
+        "other_subject_credits": sum(d.get("other_subject_credits") or 0 for d in details),
         "no_claim_responses": sum(1 for d in details if d["n_claims"] == 0),
         "tokens": mean("new_tokens", "stats"), "seconds_per_prompt": mean("total_s", "stats"),
         "pauses": statistics.mean(pauses), "backtracks": mean("backtracks", "stats"),

@@ -76,3 +76,10 @@ def add_judge_commands(sub) -> None:
     e.add_argument("--record", action="store_true",
                    help="write each judge's figure into its manifest (what `ewe eval` reports name)")
     e.set_defaults(func=cmd_eval)
+
+    from ..eval.binding import add_arguments, run
+
+    b = jsub.add_parser("eval-binding", help="subject binding: balanced accuracy on claims checked against a passage "
+                        "about someone else (tests/data/subject/binding.jsonl)")
+    add_arguments(b)
+    b.set_defaults(func=run)

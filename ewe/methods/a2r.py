@@ -31,7 +31,7 @@ from ..result import GenerationResult
 from ..stats import A2RStats
 from ..verify.types import SUPPORTED
 from . import a2r_prompts as P
-from .calls import CheckedMethod, checked_spans, text_tokens
+from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
 
 STAGES = ("retrieve", "answer", "assess", "feedback")
 
@@ -203,7 +203,8 @@ class A2R(CheckedMethod):
             total_s=round(time.perf_counter() - t_start, 4),
         )
         token_ids, logprobs = list(out.token_ids), list(out.logprobs)
-        if answer != out.text.strip():  # an echoed label was cut: the tokens are the answer's own, no log-probs
+        answer = without_repeats(self.runtime, answer, prompt, run.trace, getattr(self.checker, "extractor", None))
+        if answer != out.text.strip():  # an echoed label or a repeat was cut: the answer's own tokens, no log-probs
             token_ids, logprobs = text_tokens(self.runtime, answer), []
         return GenerationResult(prompt=prompt, text=answer, token_ids=token_ids, logprobs=logprobs,
                                 finish_reason=out.finish_reason, retrieved=hits, stats=stats,

@@ -7,6 +7,20 @@ from ..verify.text import sentence_spans
 from .registry import Method
 
 
+def without_repeats(runtime, text: str, prompt: str, trace, extractor=None) -> str:
+    """The answer a whole-answer method returns, without the sentences that add nothing to those
+    before them (checker.reject_repeats; each dropped sentence traced as "repeats_dropped")."""
+    if not runtime.config.checker.reject_repeats or not text.strip():
+        return text
+    from ..verify.claims import RuleClaimExtractor
+    from ..verify.redundancy import Redundancy, drop_repeats
+
+    kept, dropped = drop_repeats(Redundancy(), extractor or RuleClaimExtractor(), text, prompt)
+    if dropped:
+        trace.add("repeats_dropped", dropped=dropped)
+    return kept
+
+
 def checked_spans(answer: str, cut_off: bool) -> list[tuple[int, int]]:
     """The answer's sentences that get checked: all but a last one cut off by the token budget
     (`cut_off`; as in EWE's controller, a cut-off sentence is never checked)."""

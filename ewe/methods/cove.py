@@ -27,6 +27,7 @@ from ..result import GenerationResult
 from ..stats import CoVeStats
 from ..verify.text import content_keys, split_sentences
 from . import cove_prompts as P
+from .calls import text_tokens, without_repeats
 from .registry import Method
 
 STAGES = ("retrieve", "baseline", "plan", "answer", "check", "revise")
@@ -157,13 +158,17 @@ class CoVe(Method):
             run.trace.add("cove_revise", text=text, tokens=len(final.token_ids), finish_reason=final.finish_reason,
                           inconsistent=[], skipped="no verification questions: the baseline is kept")
 
+        token_ids, logprobs = list(final.token_ids), list(final.logprobs)
+        unrepeated = without_repeats(self.runtime, text, prompt, run.trace)
+        if unrepeated != text:  # a repeat was cut: the answer's own tokens, no log-probs
+            text, token_ids, logprobs = unrepeated, text_tokens(self.runtime, unrepeated), []
         decoded = sum(run.tokens.values())
-        run.trace.add("finish", reason=final.finish_reason, new_tokens=len(final.token_ids), decoded_tokens=decoded)
+        run.trace.add("finish", reason=final.finish_reason, new_tokens=len(token_ids), decoded_tokens=decoded)
         total = time.perf_counter() - t_start
         stats = CoVeStats(
             method="cove",
             prompt_tokens=base.stats.get("prompt_tokens", 0),
-            new_tokens=len(final.token_ids),
+            new_tokens=len(token_ids),
             decoded_tokens=decoded,
             stage_tokens=dict(run.tokens),
             questions=len(pairs),
@@ -177,8 +182,8 @@ class CoVe(Method):
         return GenerationResult(
             prompt=prompt,
             text=text,
-            token_ids=list(final.token_ids),
-            logprobs=list(final.logprobs),
+            token_ids=token_ids,
+            logprobs=logprobs,
             finish_reason=final.finish_reason,
             memory={},
             retrieved=list(retrieved.values()),

@@ -32,7 +32,7 @@ import time
 
 import torch
 
-from ..controller.sentences import SentenceTracker
+from ..controller.sentences import SentenceTracker, ends_sentence
 from ..tokens import text_ids
 from ..controller.trace import Trace, check_event
 from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
@@ -40,7 +40,7 @@ from ..result import GenerationResult
 from ..stats import VerifyRefineStats
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
-from .calls import CheckedMethod, checked_spans, text_tokens
+from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
 
 STAGES = ("retrieve", "generate", "check", "refine")
 BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
@@ -59,6 +59,9 @@ class _Run:
         self.failed = 0
         self.refined = 0
         self.sentences: list[dict] = []
+        self.said_texts: list[str] = []  # sentences kept so far, and their claims (what a repeat repeats)
+        self.said_claims: list[str] = []
+        self.redundancy = None
 
 
 class VerifyRefine(CheckedMethod):
@@ -92,6 +95,27 @@ class VerifyRefine(CheckedMethod):
         run.failed += int(check.needs_rewrite)
         run.trace.add("check", start_token=start, **check_event(check))
         return check
+
+    def repeats(self, run: _Run, sentence: str, check) -> bool:
+        """A passed sentence that adds nothing to the answer so far (checker.reject_repeats): traced as a
+        failed check with reason "repeats". The answer's claims so far are kept in `run`."""
+        claims = [c.text for c in check.claims]
+        if not self.runtime.config.checker.reject_repeats:
+            return False
+        if run.redundancy is None:
+            from ..verify.redundancy import Redundancy
+
+            run.redundancy = Redundancy()
+        from ..verify.redundancy import sentence_repeats
+
+        why = sentence_repeats(run.redundancy, sentence, claims, run.said_texts, run.said_claims)
+        if why:
+            run.failed += 1
+            run.trace.add("repeats", sentence=sentence, repeats=why)
+            return True
+        run.said_texts.append(sentence)
+        run.said_claims += claims or [sentence]
+        return False
 
     def _evidence(self, check) -> list[str]:
         """With vr.refiner_evidence, the best evidence passage of each claim (at most 3)."""
@@ -181,6 +205,10 @@ class VerifyRefine(CheckedMethod):
                 if check.needs_rewrite:
                     failed.append(check)
         if not failed:
+            kept = without_repeats(self.runtime, answer, run.prompt, run.trace,
+                                   getattr(self.checker, "extractor", None))
+            if kept != answer:
+                return kept, text_tokens(self.runtime, kept), [], out.finish_reason
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
         evidence = [t for c in failed for t in self._evidence(c)][:3]
         tokens = self.cfg.answer_tokens or dec.max_new_tokens
@@ -192,6 +220,8 @@ class VerifyRefine(CheckedMethod):
                       tokens=len(reply.token_ids), kept_original=not refined)
         if not refined:
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
+        refined = without_repeats(self.runtime, refined, run.prompt, run.trace,
+                                  getattr(self.checker, "extractor", None))
         run.sentences = [{"text": s.strip(), "checked": False, "needs_rewrite": None}
                          for s in (refined[a:b] for a, b in sentence_spans(refined)) if s.strip()]
         return refined, text_tokens(self.runtime, refined), [], reply.finish_reason
@@ -207,6 +237,11 @@ class VerifyRefine(CheckedMethod):
             if not sentence:
                 continue
             check = self.check_sentence(run, sentence, kept)
+            if not check.needs_rewrite and self.repeats(run, sentence, check):
+                run.sentences.append({"text": sentence, "checked": True, "needs_rewrite": True, "repeats": True})
+                kept = kept.rstrip()
+                last = len(answer)  # the answer ends before a repeat: greedy decoding would only go on with it
+                break
             final = self.refine_sentence(run, gen_prompt, kept, sentence, check) if check.needs_rewrite else sentence
             run.sentences.append({"text": final, "original": sentence, "checked": True,
                                   "needs_rewrite": check.needs_rewrite})
@@ -256,7 +291,7 @@ class _LiveAnswer(Hook):
 
     def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | None:
         t = self.tracker
-        done = t.finish(complete=True) if reason == "eos" else [s for s in t.finish(complete=False) if s.complete]
+        done = [s for s in t.finish(complete=reason == "eos" or ends_sentence(t.text)) if s.complete]
         return self.verify(done, at_end=True)  # a Rewind: a sentence was refined and the rest is written again
 
     def verify(self, sentences, at_end: bool) -> Rewind | None:
@@ -271,6 +306,12 @@ class _LiveAnswer(Hook):
             check = self.method.check_sentence(self.run, s.text, prefix, s.start)
             self.verdicts[s.start] = check.needs_rewrite
             self.settled = s.end
+            if not check.needs_rewrite and self.method.repeats(self.run, s.text, check):
+                self.verdicts.pop(s.start)
+                self.run.trace.add("backtrack", why="repeats: the answer ends before it", start_token=s.start,
+                                   removed_tokens=len(t.tokens) - s.start, removed_text=t.decode(s.start), attempt=1,
+                                   feedback=[])
+                return Rewind(s.start, end=True)
             if not check.needs_rewrite:
                 continue
             refined = self.method.refine_sentence(self.run, self.gen_prompt, prefix, s.text, check)

@@ -11,7 +11,8 @@
     llm_judge.py     LLMJudgeChecker: any llm(prompt) -> str
     openai_http.py   OpenAIChatLLM / http_judge: OpenAI-compatible endpoint over urllib
     tree.py          TreeChecker: ITA, each claim verified through a tree of sub-claims
-    factchecker.py   FactChecker.check_sentence: extractor + evidence + backend
+    subject.py       subject binding: a passage about someone else keeps only what names the claim's subject
+    factchecker.py   FactChecker.check_sentence: extractor + evidence + subject binding + backend
     factory.py       build_fact_checker: a FactChecker from the configuration's checker section
 
 Measuring a checker: ewe.eval.checker_accuracy on ewe.data.labelled_set, and ewe.judge.

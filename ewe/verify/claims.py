@@ -2,19 +2,23 @@
 that falls back to it.
 
 The splitter is the offline default: it breaks a sentence at coordinated verb phrases,
-semicolons and non-restrictive who/which clauses, carrying the subject over, and
-resolves a he/she/it/they subject to the last named subject of the context. It is a
-heuristic over word lists, not a parser: when it cannot find a subject it leaves the
-clause whole rather than guess.
+semicolons and non-restrictive who/which clauses, carrying the subject over, and makes
+every claim self-contained (SAFE's rewrite, DESIGN.md section 7): a he/she/it/they subject,
+a possessive (his/her/its/their -> "X's"), an object him/her, and a definite description
+opening the sentence ("The physicist won ...") become the name they stand for, so the
+checker and the subject binding (subject.py) know whom a claim is about. It is a
+heuristic over word lists, not a parser: when it cannot find a subject or a referent it
+leaves the text as written rather than guess.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .prompts import extraction_prompt, parse_claim_list
 from .protocols import LLM, Extraction
-from .text import name_words, sentence_spans
+from .text import NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans
 from .types import Claim
 
 AUX = {
@@ -38,7 +42,6 @@ PARTICIPLES = set(
     recognized recognised listed classified described named granted given taken""".split()
 )
 PRONOUNS = {"he", "she", "it", "they"}
-PERSONAL = {"he", "she"}
 _PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+(?=[A-Z])")
 _NAME_PARTICLES = {"da", "de", "del", "della", "di", "du", "van", "von", "der", "den", "la", "le", "bin", "ibn", "al"}
 _INITIAL = re.compile(r"[A-Z]\.$")
@@ -77,6 +80,8 @@ LEADING_NON_SUBJECT = {
     "since", "until", "while", "when", "where", "although", "though", "because", "if", "unlike",
     "despite", "following", "according", "however", "today", "later", "also", "then", "thus",
     "a", "an",  # after a comma: an appositive ("Curie, a physicist, won ...")
+    "throughout", "among", "across", "within", "under", "over", "through", "between", "around", "upon",
+    "eventually", "initially", "finally", "subsequently", "meanwhile", "afterwards", "soon", "once",
 }
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|while|whereas)\s+")
@@ -172,48 +177,178 @@ def _name_before(text: str, end: int) -> Optional[str]:
     return text[run[0].start(): run[-1].end()]
 
 
+# Role nouns a definite description of a person opens with ("The physicist won ..."). A list,
+# not a suffix rule: "the checklist", "the median" are things.
+ROLE_NOUNS = frozenset("""physicist chemist scientist painter composer writer author poet novelist playwright
+    dramatist philosopher mathematician astronomer biologist economist historian politician statesman president
+    king queen emperor empress pope prince princess actor actress singer songwriter musician pianist violinist
+    conductor artist architect sculptor inventor engineer explorer general admiral ruler monarch sultan pharaoh
+    activist journalist director filmmaker dancer athlete footballer boxer theologian reformer prophet priest
+    bishop lawyer physician surgeon psychologist sociologist anthropologist linguist scholar geologist botanist
+    zoologist naturalist entrepreneur businessman businesswoman industrialist founder revolutionary commander
+    aviator astronaut photographer designer illustrator comedian diplomat senator chancellor""".split())
+_DESCRIPTION = re.compile(r"The (?:[a-z][\w-]* )?([a-z]+)")
+_POSSESSIVE_GENDER = {"he": "he", "his": "he", "him": "he", "she": "she", "her": "she"}
+_THIRD_PERSON = re.compile(r"\b(?:[Hh]is|[Hh]er|[Ii]ts|[Tt]heir|him)\b")
+_LOCATIVE = {"in", "at", "from", "to", "into", "near", "across", "throughout", "around", "within", "outside"}
+# after an object "her": a preposition, an article, a conjunction, an adverb ("married her in 1895", "gave her a")
+_AFTER_OBJECT = {"to", "in", "on", "at", "for", "from", "by", "with", "as", "into", "about", "after", "before",
+                 "and", "or", "but", "that", "a", "an", "the", "this", "his", "their", "its", "again", "too", "also",
+                 "back", "away", "up", "out", "off", "down", "over", "once", "twice", "when", "while", "because",
+                 "until", "since", "then", "there", "here", "so", "not", "is", "was", "were", "during", "through"}
+
+
+@dataclass
+class _Referents:
+    """Whom the pronouns of an answer can stand for, updated sentence by sentence: the
+    prompt's person (a bio answer), the last named subject, the names a he/she has stood
+    for (people), and the gender those pronouns showed (so "his" is never a woman)."""
+
+    person: Optional[str] = None
+    last: Optional[str] = None
+    last_roles: frozenset = frozenset()  # role nouns in the sentence that named `last` ("X was a physicist")
+    persons: set = field(default_factory=set)
+    gender: dict = field(default_factory=dict)
+
+    def for_pronoun(self, pronoun: str) -> Optional[str]:
+        """he/she/his/her: the prompt's person, else the last named subject; it/its: the last
+        named subject unless a he/she stood for it; they/their: the last named subject. None
+        where the gender already seen disagrees."""
+        p = pronoun.lower()
+        if p in _POSSESSIVE_GENDER:
+            ref = self.person or self.last
+            if ref and self.gender.setdefault(ref, _POSSESSIVE_GENDER[p]) != _POSSESSIVE_GENDER[p]:
+                return None
+            if ref:
+                self.persons.add(ref)
+            return ref
+        if p in ("it", "its"):
+            return self.last if self.last not in self.persons and self.last != self.person else None
+        return self.last
+
+    def for_description(self, role: str) -> Optional[str]:
+        """"The physicist": the prompt's person while the answer is still about them; else the last
+        named subject if it is a person, or was called by this role."""
+        if role not in ROLE_NOUNS:
+            return None
+        if self.person:
+            return self.person if self.last is None or _same_name(self.last, self.person) else None
+        return self.last if self.last and (self.last in self.persons or role in self.last_roles) else None
+
+    def person_for(self, pronoun: str) -> Optional[str]:
+        """The person a non-initial his/him/her stands for: only where the gender is known to agree."""
+        ref = self.person or (self.last if self.last in self.persons else None)
+        return ref if ref and self.gender.get(ref) == _POSSESSIVE_GENDER[pronoun.lower()] else None
+
+
+def _same_name(a: str, b: str) -> bool:
+    wa, wb = {w.lower() for w in name_words(a)}, {w.lower() for w in name_words(b)}
+    return bool(wa) and (wa <= wb or wb <= wa)
+
+
+def _names_before(text: str, end: int) -> list[re.Match]:
+    """Capitalized words before `end` that could name a person: not function words, not after a
+    locative preposition ("in Paris", "at the Sorbonne": places are never a his/her)."""
+    out, place = [], False
+    for m in WORD_RE.finditer(text[:end]):
+        w = m.group(0)
+        if w[:1].isupper() and w.lower() not in NOT_NAMES and w.lower() not in LEADING_NON_SUBJECT:
+            if not place:
+                out.append(m)
+        elif w.lower() != "the":
+            place = w.lower() in _LOCATIVE
+    return out
+
+
+def _possessive(name: str) -> str:
+    return name + ("'" if name.endswith("s") else "'s")
+
+
+def _possessive_her(text: str, end: int) -> Optional[bool]:
+    """Is the "her" ending at `end` possessive ("her father") or an object ("married her in
+    1895")? None when the next word does not tell ("made her Queen")."""
+    m = re.match(r"\s*([\w'’-]+)?", text[end:])
+    nxt = m.group(1) if m else None
+    if nxt is None:
+        return False
+    if nxt[:1].isupper() or nxt[:1].isdigit():
+        return None
+    return not (nxt.lower() in _AFTER_OBJECT or nxt.endswith("ly"))
+
+
 class RuleClaimExtractor:
     """Splits a sentence into clause-level claims; deterministic, no model."""
 
     name = "rules"
 
     def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
-        last_subject = self._context_subject(context)
-        person = prompt_person(prompt)
+        refs = _Referents(person=prompt_person(prompt))
+        if refs.person:
+            refs.persons.add(refs.person)
+        for a, b in sentence_spans(context) if context else ():
+            self._resolve_subject(strip_hedges(context[a:b]).rstrip(".!? "), refs)
         claims: list[Claim] = []
         for a, b in sentence_spans(sentence) or ((0, len(sentence)),):
-            if not _claim_like(sentence[a:b]):
+            line = as_statement(sentence[a:b], refs.person or refs.last)  # list items and "Label: value" lines
+            if not _claim_like(line):
                 continue
-            new, last_subject = self._split_one(strip_hedges(sentence[a:b]), last_subject, person)
-            for text in new:
+            for text in self._split_one(strip_hedges(line), refs):
                 if not is_fragment(text):
                     claims.append(_claim(text, sentence))
         return Extraction(claims=[c for c in claims if c.text], extractor=self.name)
 
-    def _context_subject(self, context: Optional[str]) -> Optional[str]:
-        subject = None
-        for a, b in sentence_spans(context) if context else ():
-            s = context[a:b]
-            span = find_subject(s)
-            if span and name_words(s[span[0]:span[1]]):
-                subject = s[span[0]:span[1]]
-        return subject
-
-    def _split_one(self, sent: str, last_subject: Optional[str],
-                   person: Optional[str] = None) -> tuple[list[str], Optional[str]]:
-        body = sent.rstrip().rstrip(".!?").rstrip()
+    def _resolve_subject(self, body: str, refs: _Referents):
+        """`body` with a pronoun or definite-description subject replaced by its referent, the
+        subject's span and text; `refs` moves on to this sentence's named subject."""
         span = find_subject(body)
         subject = body[span[0]:span[1]] if span else None
-        if subject and subject.lower() in PRONOUNS:
-            # "he"/"she" in an answer about a person (the prompt names one) is that person;
-            # otherwise the last named subject of the context
-            referent = person if person and subject.lower() in PERSONAL else last_subject
-            if referent:
-                body = body[: span[0]] + referent + body[span[1]:]
-                subject = referent
-                span = (span[0], span[0] + len(referent))
+        referent, pronoun = None, re.match(r"(?:he|she|it|they)\b", subject or "", re.IGNORECASE)
+        if pronoun:  # "He", and "He also", "She later", "He and his brother": the pronoun is the subject
+            referent = refs.for_pronoun(pronoun.group(0))
+            span = (span[0], span[0] + pronoun.end()) if referent else span
+        elif subject and _DESCRIPTION.fullmatch(subject):
+            referent = refs.for_description(_DESCRIPTION.fullmatch(subject).group(1))
+        if referent:
+            body = body[: span[0]] + referent + body[span[1]:]
+            subject, span = referent, (span[0], span[0] + len(referent))
         if subject and name_words(subject):
-            last_subject = subject
+            refs.last = subject
+            refs.last_roles = frozenset(w for w in re.findall(r"[a-z]+", body) if w in ROLE_NOUNS)
+        return body, span, subject
+
+    def _resolve_rest(self, text: str, refs: _Referents) -> str:
+        """Possessives and object pronouns of one claim. A clause-initial His/Her/Its/Their is read
+        like a he/she/it/they subject; later, his/him/her stand for the answer's person only where
+        the gender is known to agree and no other name before them could be meant (the clause
+        subject excepted for an object: "Pierre married her"; a possessive of someone the claim
+        already names is left: it is self-contained). Later its/their, and them, stay."""
+        span = find_subject(text) or (0, 0)
+        subject = text[span[0]:span[1]]
+        out, pos = [], 0
+        for m in _THIRD_PERSON.finditer(text):
+            w, new = m.group(0).lower(), None
+            if not text[:m.start()].strip():
+                ref = refs.for_pronoun(w) if w != "him" else None
+                new = _possessive(ref) if ref else None
+            elif w in ("his", "him", "her") and (ref := refs.person_for(w)):
+                possessive = True if w == "his" else False if w == "him" else _possessive_her(text, m.end())
+                before = _names_before(text, m.start())
+                others = [n for n in before if not _same_name(n.group(0), ref)
+                          and (possessive or not span[0] <= n.start() < span[1])]
+                named = any(_same_name(n.group(0), ref) for n in before)
+                own_subject = _same_name(subject, ref) and "'s" not in subject  # "Curie hired her": not Curie
+                if possessive and not others and not named:
+                    new = _possessive(ref)
+                elif possessive is False and not others and not own_subject:
+                    new = ref
+            if new:
+                out.append(text[pos:m.start()] + new)
+                pos = m.end()
+        return "".join(out) + text[pos:]
+
+    def _split_one(self, sent: str, refs: _Referents) -> list[str]:
+        body = sent.rstrip().rstrip(".!?").rstrip()
+        body, span, subject = self._resolve_subject(body, refs)
 
         # non-restrictive relative clauses become their own claims
         extra: list[str] = []
@@ -237,8 +372,8 @@ class RuleClaimExtractor:
         parts = [body]
         if subject:
             parts = self._split_coordination(body, subject)
-        claims = [_finish(p) for p in parts] + [_finish(e) for e in extra]
-        return [c for c in claims if c], last_subject
+        claims = [_finish(self._resolve_rest(p.strip(), refs)) for p in parts + extra]
+        return [c for c in claims if c]
 
     def _split_coordination(self, body: str, subject: str) -> list[str]:
         pieces, pos = [], 0

@@ -12,7 +12,8 @@ from typing import Optional, Sequence
 
 from .claims import RuleClaimExtractor
 from .protocols import Checker, ClaimExtractor, EvidenceSource, Extraction
-from .types import Evidence, SentenceCheck, Verdict, failed_verdicts
+from .subject import bind, note_text
+from .types import NOT_ENOUGH_EVIDENCE, Evidence, SentenceCheck, Verdict, failed_verdicts
 
 
 class FactChecker:
@@ -25,15 +26,19 @@ class FactChecker:
         extractor: claim extractor; the rule splitter by default.
         k: passages per claim.
         query_with_prompt: search with "prompt + claim" instead of the claim alone.
+        bind_subjects: keep only what each passage says about the claim's subject (subject.py)
+            before judging, so another person's facts never count as support.
     """
 
     def __init__(self, checker: Checker, evidence: Optional[EvidenceSource] = None,
-                 extractor: Optional[ClaimExtractor] = None, k: int = 3, query_with_prompt: bool = False):
+                 extractor: Optional[ClaimExtractor] = None, k: int = 3, query_with_prompt: bool = False,
+                 bind_subjects: bool = True):
         self.checker = checker
         self.evidence = evidence
         self.extractor = extractor or RuleClaimExtractor()
         self.k = k
         self.query_with_prompt = query_with_prompt
+        self.bind_subjects = bind_subjects
 
     def check_sentence(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None,
                        evidence: Optional[Sequence[Evidence | str]] = None) -> SentenceCheck:
@@ -54,7 +59,7 @@ class FactChecker:
             if err:
                 verdicts = failed_verdicts(claims, backend, err)
             else:
-                verdicts = self._judge(claims, per_claim, backend)
+                verdicts = self._bound(claims, per_claim, backend, prompt)
             timings["check"] = time.perf_counter() - t2
         timings["total"] = time.perf_counter() - t0
         return SentenceCheck(sentence=sentence, claims=claims, verdicts=verdicts, extractor=extraction.extractor,
@@ -82,7 +87,30 @@ class FactChecker:
         except Exception as e:  # noqa: BLE001
             return None, f"evidence search failed: {type(e).__name__}: {e}"
 
+    def _bound(self, claims, per_claim, backend, prompt) -> list[Verdict]:
+        """Judge each claim against what its passages say about its subject. A claim all of whose
+        passages were about someone else is not enough evidence without asking the backend (a
+        backend shown nothing might still guess); notes on what was cut go into the verdict."""
+        if not self.bind_subjects:
+            return self._judge(claims, per_claim, backend)
+        bound = [bind(c.text, ev, prompt) for c, ev in zip(claims, per_claim)]
+        ask = [i for i, (ev, notes) in enumerate(bound) if ev or not notes]
+        judged = dict(zip(ask, self._judge([claims[i] for i in ask], [bound[i][0] for i in ask], backend)))
+        out = []
+        for i, claim in enumerate(claims):
+            notes = bound[i][1]
+            v = judged[i] if i in judged else Verdict(claim, NOT_ENOUGH_EVIDENCE, 0.0, [], backend,
+                                                      rationale=note_text(notes))
+            if notes:
+                v.details = {**(v.details or {}), "subject_binding": notes}
+                if i in judged and note_text(notes):
+                    v.rationale = "; ".join(filter(None, (v.rationale, note_text(notes))))
+            out.append(v)
+        return out
+
     def _judge(self, claims, per_claim, backend) -> list[Verdict]:
+        if not claims:
+            return []
         try:
             verdicts = list(self.checker.check_claims(claims, per_claim))
         except Exception as e:  # noqa: BLE001

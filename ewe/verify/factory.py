@@ -56,4 +56,4 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
         backend = judge(cfg.backend)
     extractor = LLMClaimExtractor(llm()) if cfg.extractor == "llm" else RuleClaimExtractor()
     return FactChecker(backend, evidence=evidence, extractor=extractor, k=cfg.evidence_k,
-                       query_with_prompt=cfg.query_with_prompt)
+                       query_with_prompt=cfg.query_with_prompt, bind_subjects=cfg.bind_subjects)

@@ -224,3 +224,32 @@ def negation_count(text: str) -> int:
 
 def is_negated(text: str) -> bool:
     return negation_count(text) > 0
+
+
+# --- lines that are not sentences --------------------------------------------------
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\(?\d{1,3}[.)])\s+")
+_EMPHASIS = re.compile(r"\*\*|__")
+_FIELD = re.compile(r"^(?P<label>[A-Z][\w'’ -]{0,40}?)\s*:\s*(?P<value>\S.*)$")
+_CLAUSE_WORDS = {"that", "is", "was", "are", "were", "he", "she", "it", "they", "i", "we", "you", "this", "these"}
+_PARTICIPLE_LABELS = {"born", "died", "known", "buried", "educated", "married", "founded", "built", "awarded"}
+
+
+def as_statement(line: str, subject: str | None) -> str:
+    """A list item or a "Label: value" line as the sentence it stands for, so that a small model's
+    lists and fact sheets are checked like prose: "- He wrote Phèdre" -> "He wrote Phèdre";
+    "Birthdate: 22 March 1614" -> "X's birthdate is 22 March 1614."; "Born: 1639" -> "X was born
+    1639."; "Known for: tragedy" -> "X was known for tragedy." With no subject, or a label that is
+    not a field name (over three words, function words, digits), only the list mark and emphasis go."""
+    text = _LIST_MARK.sub("", _EMPHASIS.sub("", line).strip()).strip()
+    m = _FIELD.match(text)
+    if not m or not subject:
+        return text
+    label, value = m.group("label").strip(), m.group("value").strip().rstrip(".;,")
+    words = label.lower().split()
+    if (not value or len(words) > 3 or any(not w.replace("-", "").isalpha() or w in _CLAUSE_WORDS for w in words)
+            or (words[0] in STOPWORDS and words[0] not in _PARTICIPLE_LABELS)):
+        return text  # "In 1903: ...", "Note that: ...": a sentence with a colon, not a field
+    if words[0] in _PARTICIPLE_LABELS:
+        return f"{subject} was {' '.join(words)} {value}."
+    return f"{subject}'s {' '.join(words)} is {value}."

@@ -1,0 +1,97 @@
+"""The README's results table, made from an `ewe eval run` folder by one command, so that no
+figure in the README is copied by hand.
+
+`ewe eval table RUN/summary.json --baseline ra,ra-4 --out docs/results/NAME.json` reads each
+method's unique-claim scores from the run's summary, the paired difference of its F1@K to the
+best baseline of each dataset (`compare.paired_difference`: mean and 95% bootstrap interval,
+over the run's details files), and writes them as JSON together with the Markdown table. The
+README carries that table between `<!-- table:NAME -->` and `<!-- /table:NAME -->`;
+tests/test_readme_tables.py holds the two equal.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..files import atomic_write
+from .compare import paired_difference
+
+COLUMNS = ("F1@K (P)", "vs best baseline, F1 (95% interval)", "claims/answer: unique (raw)",
+           "repeated sentences/answer", "claims credited from another subject", "s/prompt")
+
+
+def build(summary_path: Path, baselines: list[str]) -> dict:
+    """Rows per dataset: every method's figures, and its paired F1 difference to the dataset's
+    best baseline (the baseline with the highest F1@K on that dataset)."""
+    summary = json.loads(Path(summary_path).read_text(encoding="utf-8"))
+    rows_by_ds: dict[str, list[dict]] = {}
+    for s in summary["summaries"]:
+        rows_by_ds.setdefault(s["dataset"], []).append(s)
+    out = {"source": str(summary_path), "baselines": baselines, "datasets": {}}
+    for ds, rows in rows_by_ds.items():
+        base = [r for r in rows if r["method"] in baselines]
+        if not base:
+            raise ValueError(f"{summary_path}: dataset {ds} has none of the baselines {baselines}")
+        best = max(base, key=lambda r: r["f1"])
+        table = []
+        for r in rows:
+            row = {k: r.get(k) for k in ("method", "n", "K", "f1", "precision", "claims_per_response",
+                                         "raw_claims_per_response", "repeated_sentences_per_response",
+                                         "other_subject_credits", "seconds_per_prompt")}
+            if r["method"] != best["method"]:
+                d = paired_difference(_details(summary_path, r), _details(summary_path, best), K=r["K"])
+                row["vs"] = {"baseline": best["method"], "difference": d["difference"], "low": d["low"],
+                             "high": d["high"], "n": d["n"]}
+            table.append(row)
+        out["datasets"][ds] = {"best_baseline": best["method"], "rows": table}
+    return out
+
+
+def _details(summary_path: Path, row: dict) -> Path:
+    """A summary row's details file (relative paths resolved from the run's folder if needed)."""
+    path = Path(row["details"])
+    if path.is_file():
+        return path
+    folder = Path(summary_path).parent  # ewe eval run: OUT/<dataset>/; ewe eval score: OUT/
+    for candidate in (folder / row["dataset"] / f"{row['method']}.details.jsonl", folder / f"{row['method']}.details.jsonl"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{row['method']} / {row['dataset']}: details file not found ({path})")
+
+
+def markdown(table: dict) -> str:
+    """The README's table: one block per dataset, percentages to one decimal."""
+    lines = []
+    for ds, block in table["datasets"].items():
+        rows = block["rows"]
+        lines += [f"**{ds}** (n = {rows[0]['n']}, K = {rows[0]['K']}; best baseline: {block['best_baseline']})", "",
+                  "| method | " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
+        for r in rows:
+            vs = r.get("vs")
+            diff = (f"{100 * vs['difference']:+.1f} ({100 * vs['low']:+.1f} to {100 * vs['high']:+.1f})"
+                    if vs else "–")
+            raw = r.get("raw_claims_per_response")
+            lines.append(" | ".join([
+                f"| {r['method']}", f"{100 * r['f1']:.1f} ({100 * r['precision']:.1f})", diff,
+                f"{r['claims_per_response']:.1f} ({raw:.1f})" if raw is not None else f"{r['claims_per_response']:.1f}",
+                f"{r['repeated_sentences_per_response']:.2f}" if r.get("repeated_sentences_per_response") is not None
+                else "–",
+                str(r["other_subject_credits"]) if r.get("other_subject_credits") is not None else "–",
+                f"{r['seconds_per_prompt']:.1f} |"]))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(summary_path: Path, baselines: list[str], out: Path) -> dict:
+    table = build(summary_path, baselines)
+    table["markdown"] = markdown(table)
+    atomic_write(out, json.dumps(table, indent=1) + "\n")
+    return table
+
+
+def readme_block(readme: str, name: str) -> str | None:
+    """The text between `<!-- table:NAME -->` and `<!-- /table:NAME -->` in the README, or None."""
+    start, end = f"<!-- table:{name} -->\n", f"<!-- /table:{name} -->"
+    if start not in readme or end not in readme:
+        return None
+    return readme.split(start, 1)[1].split(end, 1)[0]

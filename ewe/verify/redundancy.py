@@ -1,0 +1,236 @@
+"""Which claims of one answer say the same thing, and which say nothing new.
+
+Why: a score that counts every claim rewards an answer for repeating a supported sentence,
+and a controller that keeps whatever passes its check learns to repeat what already passed.
+CORE (Jiang et al. 2024) is the anchor: claims that entail each other are linked (NLI,
+threshold 0.5), and a maximum set of claims with no two linked is kept. Here two claims are
+linked when their normalized texts are identical, when they hold the same content words,
+numbers and negations in another order ("a scientist, renowned for X" and "a renowned
+scientist known for X"), or when the judge finds each supported by the other (P(supported)
+above `threshold` both ways; a 22M judge reads one-sentence premises less surely than
+passages, hence the lexical rules before it). Within each group of linked claims the kept
+set is a maximum independent set (exact for groups of up to 16 claims, greedy beyond), ties
+going to the earliest claims: a later repeat never replaces what the answer said first.
+
+`novel` is the loop's one-way test: a new claim adds nothing when the answer so far already
+entails it: an earlier claim holds all its content words and numbers (with the same
+negation), or the judge finds an earlier claim supports it.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from .text import content_keys, negation_count, number_keys
+
+EXACT = "identical"
+SAME_WORDS = "same content words"
+MUTUAL = "entail each other"
+CONTAINED = "an earlier claim holds its content words"
+ENTAILED = "an earlier claim entails it"
+_EXACT_GROUP_LIMIT = 16
+
+
+def normalize(text: str) -> str:
+    """Lowercase, accents and punctuation dropped, whitespace collapsed: "She won, in 1903." and
+    "she won in 1903" are the same claim."""
+    t = unicodedata.normalize("NFKD", text)
+    t = "".join(ch for ch in t if not unicodedata.combining(ch)).lower()
+    return " ".join(re.sub(r"[^\w\s]", " ", t).split())
+
+
+@dataclass(frozen=True)
+class _Words:
+    """What the lexical rules compare: content words, numbers, negations."""
+
+    keys: frozenset
+    numbers: frozenset
+    negations: int
+
+    @classmethod
+    def of(cls, text: str) -> "_Words":
+        return cls(frozenset(content_keys(text)), frozenset(number_keys(text)), negation_count(text))
+
+    def within(self, other: "_Words") -> bool:
+        return (bool(self.keys) and self.keys <= other.keys and self.numbers <= other.numbers
+                and self.negations == other.negations)
+
+
+@dataclass
+class Grouping:
+    """The claims kept (indices into the input, in order) and, for each dropped claim, the kept
+    claim it duplicates and why."""
+
+    kept: list[int]
+    merged: dict[int, tuple[int, str]] = field(default_factory=dict)
+
+    @property
+    def n_unique(self) -> int:
+        return len(self.kept)
+
+
+class Redundancy:
+    """Claim-to-claim entailment by a judge (anything with `probabilities(claims, passages)`,
+    ewe.judge.checker.Judge), loaded on first use when given by name."""
+
+    def __init__(self, judge=None, threshold: float = 0.5):
+        self._judge = judge
+        self.threshold = threshold
+
+    @property
+    def judge(self):
+        if self._judge is None or isinstance(self._judge, str):
+            from ..judge.checker import load_judge
+
+            self._judge = load_judge(self._judge or "minilm-cross")
+        return self._judge
+
+    def _support(self, hypotheses: Sequence[str], premises: Sequence[str]) -> list[float]:
+        """P(supported) of each hypothesis given its premise (pairs)."""
+        if not hypotheses:
+            return []
+        probs = self.judge.probabilities(list(hypotheses), list(premises))
+        return [float(p) for p in probs[:, 0]]
+
+    def links(self, texts: Sequence[str]) -> dict[tuple[int, int], str]:
+        """(i, j) with i < j -> why the two claims are one: identical, or entailing each other.
+        Only pairs sharing a content word go to the judge (two claims with no word in common
+        cannot restate each other)."""
+        norm = [normalize(t) for t in texts]
+        words = [_Words.of(t) for t in texts]
+        out: dict[tuple[int, int], str] = {}
+        pairs = []
+        for i, j in itertools.combinations(range(len(texts)), 2):
+            if norm[i] and norm[i] == norm[j]:
+                out[(i, j)] = EXACT
+            elif words[i].within(words[j]) and words[j].within(words[i]):
+                out[(i, j)] = SAME_WORDS
+            elif words[i].keys & words[j].keys:
+                pairs.append((i, j))
+        if pairs:
+            fwd = self._support([texts[j] for i, j in pairs], [texts[i] for i, j in pairs])
+            back = self._support([texts[i] for i, j in pairs], [texts[j] for i, j in pairs])
+            for (i, j), a, b in zip(pairs, fwd, back):
+                if a > self.threshold and b > self.threshold:
+                    out[(i, j)] = MUTUAL
+        return out
+
+    def group(self, texts: Sequence[str]) -> Grouping:
+        """CORE's unique claims: a maximum set of claims no two of which are linked."""
+        links = self.links(texts)
+        return select_unique(len(texts), links)
+
+    def novel(self, claims: Sequence[str], earlier: Sequence[str]) -> list[Optional[tuple[int, str]]]:
+        """For each claim, (the index of an earlier claim that already says it, why), or None
+        when the claim adds something to the answer."""
+        out: list[Optional[tuple[int, str]]] = [None] * len(claims)
+        norm_earlier = {normalize(e): k for k, e in reversed(list(enumerate(earlier)))}
+        earlier_words = [_Words.of(e) for e in earlier]
+        pairs = []
+        for i, c in enumerate(claims):
+            k = norm_earlier.get(normalize(c))
+            w = _Words.of(c)
+            if k is None:
+                k = next((k for k, e in enumerate(earlier_words) if w.within(e)), None)
+                if k is not None:
+                    out[i] = (k, CONTAINED)
+                    continue
+                pairs += [(i, k) for k, e in enumerate(earlier_words) if w.keys & e.keys]
+            else:
+                out[i] = (k, EXACT)
+        if pairs:
+            probs = self._support([claims[i] for i, _ in pairs], [earlier[k] for _, k in pairs])
+            for (i, k), p in zip(pairs, probs):
+                if out[i] is None and p > self.threshold:
+                    out[i] = (k, ENTAILED)
+        return out
+
+
+def select_unique(n: int, links: dict[tuple[int, int], str]) -> Grouping:
+    """Keep a maximum independent set of the link graph over n claims, earliest claims first on
+    ties; every dropped claim points to a kept claim it is linked to."""
+    adj: dict[int, set[int]] = {i: set() for i in range(n)}
+    for i, j in links:
+        adj[i].add(j)
+        adj[j].add(i)
+    kept: set[int] = set()
+    seen: set[int] = set()
+    for start in range(n):
+        if start in seen:
+            continue
+        comp, stack = [], [start]
+        seen.add(start)
+        while stack:
+            v = stack.pop()
+            comp.append(v)
+            for w in adj[v] - seen:
+                seen.add(w)
+                stack.append(w)
+        kept |= _independent(sorted(comp), adj)
+    merged = {}
+    for i in range(n):
+        if i not in kept:
+            j = min(k for k in adj[i] if k in kept)
+            merged[i] = (j, links[(min(i, j), max(i, j))])
+    return Grouping(sorted(kept), merged)
+
+
+def _independent(comp: list[int], adj: dict[int, set[int]]) -> set[int]:
+    """A maximum independent set of one component; among the largest, the lexicographically
+    earliest (by claim order). Greedy in claim order above the exact limit."""
+    if len(comp) == 1:
+        return set(comp)
+    if len(comp) <= _EXACT_GROUP_LIMIT:
+        best: tuple[int, ...] = ()
+        for size in range(len(comp), 0, -1):
+            for subset in itertools.combinations(comp, size):  # lexicographic: earliest first
+                if all(b not in adj[a] for a, b in itertools.combinations(subset, 2)):
+                    best = subset
+                    break
+            if best:
+                break
+        return set(best)
+    chosen: set[int] = set()
+    for v in comp:
+        if not adj[v] & chosen:
+            chosen.add(v)
+    return chosen
+
+
+def sentence_repeats(redundancy: Redundancy, text: str, claims: Sequence[str], earlier_texts: Sequence[str],
+                     earlier_claims: Sequence[str]) -> list[dict]:
+    """Why a sentence adds nothing to the answer before it (its text is an earlier sentence's, or
+    every claim of it is already said), one entry per claim; [] when it adds something. A sentence
+    with no claim adds nothing checkable, but is a repeat only when its text is."""
+    if normalize(text) in {normalize(x) for x in earlier_texts}:
+        return [{"claim": text, "earlier": text, "why": "the same sentence"}]
+    if not claims or not earlier_claims:
+        return []
+    said = redundancy.novel(list(claims), list(earlier_claims))
+    if any(s is None for s in said):
+        return []
+    return [{"claim": c, "earlier": earlier_claims[k], "why": why} for c, (k, why) in zip(claims, said)]
+
+
+def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> tuple[str, list[dict]]:
+    """`text` without its sentences that add nothing to the ones before them (claims by `extractor`,
+    with the kept text as context), and what was dropped: for methods that write a whole answer
+    at once (Full-VR, A2R, CoVe), where no sentence can be written again."""
+    from .text import sentence_spans
+
+    kept, dropped, texts, claims, last = "", [], [], [], 0
+    for a, b in sentence_spans(text):
+        sentence = text[a:b]
+        found = [c.text for c in extractor.extract(sentence, context=kept or None, prompt=prompt).claims]
+        why = sentence_repeats(redundancy, sentence, found, texts, claims)
+        if why:
+            dropped.append({"sentence": sentence, "repeats": why})
+        else:
+            kept += text[last:a] + sentence
+            texts.append(sentence)
+            claims += found or [sentence]
+        last = b
+    return (kept + text[last:] if not dropped else kept), dropped

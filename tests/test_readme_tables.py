@@ -1,0 +1,51 @@
+"""Every results table the README prints is the output file of `ewe eval table` (docs/results/),
+figure for figure, and that command builds its table from a run's summary and details."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ewe import cli
+from ewe.eval.table import markdown, readme_block
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_readme_table_is_its_results_file():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    names = re.findall(r"<!-- table:([\w-]+) -->", readme)
+    for name in names:
+        table = json.loads((ROOT / "docs" / "results" / f"{name}.json").read_text(encoding="utf-8"))
+        assert markdown(table) == table["markdown"], f"docs/results/{name}.json: its table is not its figures"
+        assert readme_block(readme, name) == table["markdown"], f"README table {name} differs from its results file"
+
+
+def _details(path, f1_claims):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": f"p{i}", "n_claims": c, "n_supported": s, "dedup": "core"}) + "\n"
+                            for i, (c, s) in enumerate(f1_claims)), encoding="utf-8")
+    return str(path)
+
+
+def test_the_table_command_compares_each_method_with_the_best_baseline(tmp_path, capsys):
+    rows = {"ra": [(4, 2)] * 10, "ra-4": [(4, 1)] * 10, "ewe": [(4, 3)] * 5 + [(4, 2)] * 5}
+    summaries = []
+    for m, counts in rows.items():
+        d = _details(tmp_path / "bio" / f"{m}.details.jsonl", counts)
+        summaries.append({"method": m, "dataset": "bio", "n": 10, "K": 4, "f1": 0.5, "precision": 0.5,
+                          "claims_per_response": 4.0, "raw_claims_per_response": 5.0,
+                          "repeated_sentences_per_response": 0.5 if m != "ewe" else 0.0,
+                          "other_subject_credits": 0, "seconds_per_prompt": 2.0, "details": d})
+    summaries[0]["f1"] = 0.6  # ra is the best baseline
+    (tmp_path / "summary.json").write_text(json.dumps({"summaries": summaries}), encoding="utf-8")
+    out = tmp_path / "t.json"
+    assert cli.main(["eval", "table", str(tmp_path / "summary.json"), "--out", str(out)]) == 0
+    table = json.loads(out.read_text(encoding="utf-8"))
+    block = table["datasets"]["bio"]
+    assert block["best_baseline"] == "ra"
+    ewe = next(r for r in block["rows"] if r["method"] == "ewe")
+    assert ewe["vs"]["baseline"] == "ra" and ewe["vs"]["n"] == 10 and ewe["vs"]["difference"] > 0
+    assert "| ewe | 50.0 (50.0) | +" in table["markdown"] and "| 4.0 (5.0) | 0.00 | 0 | 2.0 |" in table["markdown"]
+    assert "| ra | 60.0 (50.0) | – |" in table["markdown"]
+    assert table["markdown"] in capsys.readouterr().out

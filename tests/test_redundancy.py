@@ -1,0 +1,152 @@
+"""Unique claims: CORE-style grouping of claims that restate each other, the scorer counting each
+claim once, and the loop's one-way "adds nothing new" test."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ewe.config import EWEConfig
+from ewe.eval.scorer import Scorer
+from ewe.runtime import Runtime
+from ewe.verify import FactChecker, StaticEvidenceSource
+from ewe.verify.redundancy import CONTAINED, EXACT, MUTUAL, SAME_WORDS, Redundancy, select_unique
+from ewe.verify.types import SUPPORTED, UNSUPPORTED, Evidence, Verdict
+
+
+class NoJudge:
+    """Fails if the judge is asked: the lexical rules must decide these cases alone."""
+
+    def probabilities(self, claims, passages):
+        raise AssertionError(f"judge asked about {list(zip(claims, passages))}")
+
+
+# -- the grouping, by hand ----------------------------------------------------------------------
+
+
+def test_unique_set_keeps_the_earliest_of_linked_claims():
+    g = select_unique(4, {(0, 2): EXACT, (1, 3): MUTUAL})
+    assert g.kept == [0, 1] and g.merged == {2: (0, EXACT), 3: (1, MUTUAL)}
+
+
+def test_a_chain_keeps_a_maximum_set_not_one_per_component():
+    # 0-1 and 1-2 linked, 0 and 2 not: CORE keeps {0, 2} (two claims), not one per connected group
+    g = select_unique(3, {(0, 1): MUTUAL, (1, 2): MUTUAL})
+    assert g.kept == [0, 2] and g.merged == {1: (0, MUTUAL)}
+
+
+def test_large_groups_fall_back_to_a_greedy_set():
+    n = 20
+    links = {(i, j): EXACT for i in range(n) for j in range(i + 1, n)}
+    g = select_unique(n, links)
+    assert g.kept == [0] and set(g.merged) == set(range(1, n))
+
+
+def test_lexical_rules_link_reordered_words_and_keep_numbers_and_negation_apart():
+    r = Redundancy(NoJudge())
+    links = r.links(["Marie Curie was a scientist, renowned for her work on radioactivity.",
+                     "Marie Curie was a renowned scientist known for her work on radioactivity.",
+                     "marie curie was a scientist renowned for her work on radioactivity"])
+    assert links == {(0, 1): SAME_WORDS, (0, 2): EXACT, (1, 2): SAME_WORDS}
+    said = r.novel(["Marie Curie was a physicist.", "Marie Curie was born in 1867."],
+                   ["Marie Curie was a physicist and a chemist.", "Marie Curie was born in Warsaw in 1867."])
+    assert said == [(0, CONTAINED), (1, CONTAINED)]
+
+
+# -- with the shipped judge ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redundancy():
+    return Redundancy()
+
+
+def test_the_judge_links_a_paraphrase_and_not_different_facts(redundancy):
+    texts = ["Marie Curie was born in Warsaw.", "Marie Curie won the Nobel Prize in Physics in 1903.",
+             "Marie Curie's birthplace was Warsaw.", "Marie Curie won the Nobel Prize in Chemistry in 1911.",
+             "Marie Curie was born in 1868."]
+    g = redundancy.group(texts)
+    assert g.kept == [0, 1, 3, 4] and g.merged == {2: (0, MUTUAL)}
+
+
+def test_negated_and_changed_claims_are_new(redundancy):
+    said = redundancy.novel(["Marie Curie was not a physicist.", "Marie Curie was born in 1868."],
+                            ["Marie Curie was a physicist.", "Marie Curie was born in 1867."])
+    assert said == [None, None]
+
+
+# -- the scorer counts each claim once -------------------------------------------------------------
+
+TRUE = {"Marie Curie was a physicist.", "Marie Curie won two Nobel prizes.", "Marie Curie was born in Warsaw.",
+        "Marie Curie's birthplace was Warsaw."}
+
+
+class LookupBackend:
+    name = "lookup"
+
+    def check_claims(self, claims, evidence_per_claim):
+        return [Verdict(c, SUPPORTED if c.text in TRUE else UNSUPPORTED, 1.0 if c.text in TRUE else 0.0, list(ev),
+                        self.name) for c, ev in zip(claims, evidence_per_claim)]
+
+
+def _score(tmp_path, texts, redundancy):
+    results = tmp_path / "m.jsonl"
+    results.write_text("".join(json.dumps({"id": i, "prompt": "Tell me a bio of Marie Curie.", "text": t}) + "\n"
+                               for i, t in enumerate(texts)))
+    checker = FactChecker(LookupBackend(), evidence=StaticEvidenceSource([Evidence("Curie passage", "Marie Curie")]))
+    scorer = Scorer(Runtime(EWEConfig(), fact_checker=checker), use_articles=False, redundancy=redundancy)
+    return scorer.check_file(results, tmp_path / "d.jsonl", "m", "toy", progress=False)
+
+
+def test_a_repeated_answer_scores_what_its_unrepeated_form_scores(tmp_path, redundancy):
+    once = "Marie Curie was a physicist. She was born in Paris. She won two Nobel prizes."
+    sentences = once.split(". ")
+    repeated = ". ".join(s.rstrip(".") + ". " + s.rstrip(".") for s in sentences) + "."
+    a, b = _score(tmp_path, [once, repeated], redundancy)
+    assert (a["n_claims"], a["n_supported"]) == (b["n_claims"], b["n_supported"]) == (3, 2)
+    assert (b["n_claims_raw"], b["n_supported_raw"]) == (6, 4) and b["repeated_sentences"] == 3
+    assert a["repeated_sentences"] == 0 and a["n_claims_raw"] == 3
+    dup = [c for s in b["sentences"] for c in s["claims"] if "duplicate_of" in c]
+    assert len(dup) == 3 and all(c["duplicate_of"]["why"] == EXACT for c in dup)
+
+
+def test_a_paraphrase_of_an_earlier_sentence_counts_once(tmp_path, redundancy):
+    [d] = _score(tmp_path, ["Marie Curie was born in Warsaw. Marie Curie's birthplace was Warsaw. "
+                            "Marie Curie was a physicist."], redundancy)
+    assert (d["n_claims"], d["n_supported"], d["n_claims_raw"]) == (2, 2, 3)
+    [dup] = [c for s in d["sentences"] for c in s["claims"] if "duplicate_of" in c]
+    assert dup["duplicate_of"]["sentence"] == 0 and dup["duplicate_of"]["why"] == MUTUAL
+
+
+def test_details_counted_before_unique_scoring_are_redone_from_their_claims(tmp_path, redundancy):
+    [d] = _score(tmp_path, ["Marie Curie was a physicist. Marie Curie was a physicist."], redundancy)
+    old = {k: v for k, v in d.items() if k not in ("dedup", "n_claims_raw", "n_supported_raw", "repeated_sentences")}
+    old.update(n_claims=2, n_supported=2)
+    for s in old["sentences"]:
+        for c in s["claims"]:
+            c.pop("duplicate_of", None)
+    (tmp_path / "d.jsonl").write_text(json.dumps(old) + "\n")
+    [again] = _score(tmp_path, ["Marie Curie was a physicist. Marie Curie was a physicist."], redundancy)
+    assert (again["n_claims"], again["n_supported"], again["n_claims_raw"]) == (1, 1, 2)
+
+
+def test_compare_refuses_details_counted_with_repeats(tmp_path):
+    from ewe.eval.compare import claim_counts
+
+    path = tmp_path / "old.details.jsonl"
+    path.write_text(json.dumps({"id": "a", "n_claims": 6, "n_supported": 6}) + "\n")
+    with pytest.raises(ValueError, match="counted before unique-claim scoring"):
+        claim_counts(path)
+
+
+def test_a_whole_answer_loses_its_repeated_sentences_and_keeps_the_rest(redundancy):
+    from ewe.verify.claims import RuleClaimExtractor
+    from ewe.verify.redundancy import drop_repeats
+
+    text = ("Marie Curie was a physicist and a chemist. She was a physicist. She won two Nobel prizes.\n"
+            "She won two Nobel prizes.")
+    kept, dropped = drop_repeats(redundancy, RuleClaimExtractor(), text, "Tell me a bio of Marie Curie.")
+    assert kept == "Marie Curie was a physicist and a chemist. She won two Nobel prizes."
+    assert [d["sentence"] for d in dropped] == ["She was a physicist.", "She won two Nobel prizes."]
+    same = "Marie Curie was a physicist. She won two Nobel prizes. "
+    assert drop_repeats(redundancy, RuleClaimExtractor(), same, "Tell me a bio of Marie Curie.") == (same, [])

@@ -1,0 +1,195 @@
+"""Subject binding (issue 30, part 2): claims made self-contained, and evidence about another
+person kept from counting as support. The tests marked slow load the shipped judge."""
+import pytest
+
+from ewe.verify import FactChecker
+from ewe.verify.claims import RuleClaimExtractor
+from ewe.verify.subject import bind, claim_subject, name_runs, passage_subject, restrict, same_subject
+from ewe.verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, Evidence, Verdict
+
+KAFKA = ("Franz Kafka (Austrian and Czech writer (1883-1924)): His best-known works include the novella The "
+         "Metamorphosis (1915) and the novels The Trial (1924) and The Castle (1926).")
+PIERRE = ("Pierre Curie (French physicist and chemist (1859–1906)): Pierre Curie was a French physicist and chemist, "
+          "and a pioneer in crystallography and magnetism. He shared one half of the 1903 Nobel Prize in Physics with "
+          "his wife, Marie Curie, for their work on radioactivity.")
+CURIE_BIO = "Tell me a bio of Marie Curie."
+
+
+def claims(sentence, context=None, prompt=None):
+    return [c.text for c in RuleClaimExtractor().extract(sentence, context=context, prompt=prompt).claims]
+
+
+# --- self-contained claims -------------------------------------------------------------------
+
+@pytest.mark.parametrize("sentence,context,prompt,expected", [
+    # possessives: clause-initial, like a he/she subject
+    ("His best-known works include The Castle.", None, "Tell me a bio of Gustav Klimt.",
+     ["Gustav Klimt's best-known works include The Castle."]),
+    ("She was born in Warsaw; her father was a teacher.", None, CURIE_BIO,
+     ["Marie Curie was born in Warsaw.", "Marie Curie's father was a teacher."]),
+    ("Throughout her career, she won prizes.", None, CURIE_BIO, ["Throughout Marie Curie's career, Marie Curie won prizes."]),
+    ("Its source lies in the Andes.", "The Amazon is a river.", None, ["The Amazon's source lies in the Andes."]),
+    ("Their music was popular.", "The Beatles were a band.", None, ["The Beatles' music was popular."]),
+    # "its" never a person; a possessive of someone the claim already names is left
+    ("Its source lies in the Andes.", "He was born in Ulm.", "Tell me a bio of Albert Einstein.",
+     ["Its source lies in the Andes."]),
+    ("Marie Curie and her husband discovered radium.", None, CURIE_BIO, ["Marie Curie and her husband discovered radium."]),
+    # objects: only where the gender is known and nobody else could be meant
+    ("Pierre Curie married her in 1895.", "She was born in Warsaw.", CURIE_BIO, ["Pierre Curie married Marie Curie in 1895."]),
+    ("Pierre Curie married her in 1895.", None, CURIE_BIO, ["Pierre Curie married her in 1895."]),
+    ("He gave her a book.", None, "Tell me a bio of Albert Einstein.", ["Albert Einstein gave her a book."]),
+    ("His parents sent him to a school in Prague.", None, "Tell me a bio of Franz Kafka.",
+     ["Franz Kafka's parents sent Franz Kafka to a school in Prague."]),
+    # a pronoun of the wrong gender is someone else
+    ("She married Pierre Curie; his brother was a physicist.", None, CURIE_BIO,
+     ["Marie Curie married Pierre Curie.", "His brother was a physicist."]),
+    ("He won the Nobel Prize.", "She was born in Warsaw.", CURIE_BIO, ["He won the Nobel Prize."]),
+    # a pronoun subject with an adverb or a coordinated noun after it
+    ("He also served as mayor of Istanbul.", None, "Tell me a bio of Recep Tayyip Erdoğan.",
+     ["Recep Tayyip Erdoğan also served as mayor of Istanbul."]),
+    # definite descriptions: a role noun, the prompt's person while the answer is about them
+    ("The physicist won two Nobel Prizes.", None, CURIE_BIO, ["Marie Curie won two Nobel Prizes."]),
+    ("The young composer wrote nine symphonies.", None, "Tell me a bio of Ludwig van Beethoven.",
+     ["Ludwig van Beethoven wrote nine symphonies."]),
+    ("The physicist won two Nobel Prizes.", "Marie Curie was a physicist.", None, ["Marie Curie won two Nobel Prizes."]),
+    ("The physicist won two Nobel Prizes.", "Pierre Curie was a physicist.", CURIE_BIO,
+     ["The physicist won two Nobel Prizes."]),
+    ("The city is the capital of France.", None, CURIE_BIO, ["The city is the capital of France."]),
+])
+def test_claims_are_self_contained(sentence, context, prompt, expected):
+    assert claims(sentence, context, prompt) == expected
+
+
+# --- who a claim and a passage are about -----------------------------------------------------
+
+def test_subjects_of_claims_and_passages():
+    assert passage_subject(Evidence(KAFKA)) == "Franz Kafka"  # a description with parentheses of its own
+    assert passage_subject(Evidence("some text", title="Mercury (planet)")) == "Mercury"
+    assert passage_subject(Evidence("Note: this is a thing.")) is None  # no description, not named again
+    assert passage_subject(Evidence("Marie Curie was born in Warsaw.")) is None
+    assert name_runs("In 1915, J. M. W. Turner's works include The Castle and Leonardo da Vinci") == [
+        "J. M. W. Turner", "Castle", "Leonardo da Vinci"]
+    assert claim_subject("Gustav Klimt's best-known works include The Castle.") == "Gustav Klimt"
+    assert claim_subject("Curie won two Nobel Prizes.", CURIE_BIO) == "Marie Curie"  # the bio's Curie
+    assert claim_subject("Pierre Curie married her.", CURIE_BIO) == "Pierre Curie"
+    assert same_subject("Curie", "Marie Curie") and not same_subject("Marie Curie", "Pierre Curie")
+
+
+def test_a_passage_about_someone_else_keeps_only_what_names_the_subject():
+    ev = Evidence(PIERRE)
+    bound = restrict(ev, "Marie Curie")
+    assert bound.text.startswith("Pierre Curie (French physicist and chemist (1859–1906)): He shared")
+    assert "crystallography" not in bound.text  # the sentence about Pierre alone is gone
+    assert restrict(Evidence(KAFKA), "Gustav Klimt") is None
+    assert restrict(ev, "Curie") is ev and restrict(ev, "Pierre Curie") is ev  # the same subject: unchanged
+    kept, notes = bind("Marie Curie was a pioneer in crystallography.", [ev])
+    assert kept[0].text == bound.text and notes == [{"passage": "Pierre Curie", "subject": "Marie Curie", "dropped": False}]
+    # the claim's grammatical subject is the passage's: left alone
+    assert bind("Pierre Curie married her.", [ev], CURIE_BIO) == ([ev], [])
+    # no identifiable subject on either side: unchanged
+    plain = Evidence("Franz Kafka wrote The Castle.")
+    assert bind("Gustav Klimt wrote The Castle.", [plain]) == ([plain], [])
+    assert bind("It was written in 1926.", [Evidence(KAFKA)]) == ([Evidence(KAFKA)], [])
+
+
+class Agreeable:
+    """A backend that calls everything it is shown supported, and records what it was shown."""
+
+    name = "agreeable"
+
+    def __init__(self):
+        self.seen = []
+
+    def check_claims(self, claims, evidence):
+        self.seen.append([[e.text for e in ev] for ev in evidence])
+        return [Verdict(c, SUPPORTED if ev else NOT_ENOUGH_EVIDENCE, 1.0 if ev else 0.0, list(ev), self.name)
+                for c, ev in zip(claims, evidence)]
+
+
+def test_fact_checker_drops_another_persons_passage_before_judging():
+    backend = Agreeable()
+    check = FactChecker(backend).check_sentence(
+        "His best-known works include The Castle.", prompt="Tell me a bio of Gustav Klimt.", evidence=[KAFKA])
+    (v,) = check.verdicts
+    assert v.label == NOT_ENOUGH_EVIDENCE and v.error is None and not check.factual and check.needs_rewrite
+    assert v.rationale == "passage about Franz Kafka, not Gustav Klimt"
+    assert v.details["subject_binding"][0]["dropped"] and backend.seen == []  # the backend never saw it
+    # the setting off: the judge reads Kafka's passage for Klimt, as before
+    off = FactChecker(Agreeable(), bind_subjects=False).check_sentence(
+        "His best-known works include The Castle.", prompt="Tell me a bio of Gustav Klimt.", evidence=[KAFKA])
+    assert off.factual
+    # the claim's own passage, and a passage that names the subject, still reach the backend
+    own = FactChecker(backend).check_sentence("His best-known works include The Castle.",
+                                              prompt="Tell me a bio of Franz Kafka.", evidence=[KAFKA])
+    assert own.factual and backend.seen[-1] == [[KAFKA]]
+
+
+def test_the_setting_reaches_the_fact_checker():
+    from ewe.config import CheckerConfig
+    from ewe.verify.factory import build_fact_checker
+
+    assert CheckerConfig().bind_subjects is True
+    fc = build_fact_checker(CheckerConfig(backend="alignment", bind_subjects=False), evidence=None)
+    assert fc.bind_subjects is False
+
+
+# --- the labelled set ------------------------------------------------------------------------
+
+def test_the_binding_set_file_matches_its_builder():
+    from ewe.data.subject_set import DEFAULT_PATH, KINDS, build_subject_set, load_subject_set
+    from ewe.judge.data import is_held_out
+
+    items = load_subject_set(DEFAULT_PATH)
+    assert items == build_subject_set(seed=0)
+    assert len(items) >= 300 and {it["kind"] for it in items} == set(KINDS)
+    labels = [it["label"] for it in items]
+    assert labels.count(SUPPORTED) == len(items) // 2  # balanced, pair by pair
+    assert all(is_held_out(it["passage_title"]) for it in items)  # no passage the judge trained on
+    for it in items:
+        assert it["evidence"].startswith(it["passage_title"])
+        if it["kind"] in ("swap", "namesake"):
+            assert it["attributed_to"] != it["passage_title"] and it["attributed_to"] in it["claim"]
+
+
+# --- the shipped judge -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shipped():
+    from ewe.judge.checker import JudgeChecker, shipped_judge
+
+    return FactChecker(JudgeChecker(shipped_judge()))
+
+
+@pytest.mark.slow
+def test_klimt_is_not_supported_by_kafkas_passage(shipped):
+    from ewe.data.wiki import passage
+
+    klimt = "Tell me a bio of Gustav Klimt."
+    for sentence in ("His best-known works include The Metamorphosis (1915) and The Castle (1926).",
+                     "Gustav Klimt's best-known works include The Metamorphosis (1915) and The Castle (1926)."):
+        check = shipped.check_sentence(sentence, prompt=klimt, evidence=[KAFKA])
+        assert not check.factual and "passage about Franz Kafka, not Gustav Klimt" in check.verdicts[0].rationale
+    own = shipped.check_sentence("He is best known for The Kiss.", prompt=klimt, evidence=[passage("Gustav Klimt")])
+    assert own.factual, own.to_dict()
+    kafka = shipped.check_sentence("His best-known works include The Metamorphosis (1915) and The Castle (1926).",
+                                   prompt="Tell me a bio of Franz Kafka.", evidence=[KAFKA])
+    assert kafka.factual, kafka.to_dict()
+
+
+@pytest.mark.slow
+def test_marie_is_judged_only_on_what_pierres_passage_says_of_her(shipped):
+    not_of_her = shipped.check_sentence("She was a pioneer in crystallography and magnetism.", prompt=CURIE_BIO,
+                                        evidence=[PIERRE])
+    assert not not_of_her.factual and not_of_her.verdicts[0].details["subject_binding"][0]["dropped"] is False
+    of_her = shipped.check_sentence("She shared the 1903 Nobel Prize in Physics with Pierre Curie.", prompt=CURIE_BIO,
+                                    evidence=[PIERRE])
+    assert of_her.factual, of_her.to_dict()
+
+
+@pytest.mark.slow
+def test_binding_accuracy_on_the_labelled_set():
+    """The whole pipeline over 446 items: three minutes on two idle CPU cores, more on busy ones."""
+    from ewe.eval.binding import evaluate_binding
+
+    report = evaluate_binding()
+    assert report["balanced_accuracy"] >= 0.90, report
