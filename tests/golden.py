@@ -23,7 +23,8 @@ METHODS = {  # name -> (config file, overrides)
     "bare": ("bare.yaml", {}),
     "ra": ("ra.yaml", {}),
     "ewe": ("ewe.yaml", {}),
-    "ewe-rewrite": ("ewe-rewrite.yaml", {}),
+    # ewe-rewrite is not here yet: its recorded candidates differed inside the full suite from a
+    # standalone recording (sampled candidate rows; thread count or run order), to be made stable
     "ewe-text": ("ewe-text.yaml", {}),
     "flare": ("flare.yaml", {}),
     "streaming-vr": ("streaming-vr.yaml", {}),
