@@ -61,7 +61,9 @@ class ControlledRun(Hook):
         self.seconds = {"retrieve": 0.0, "encode": 0.0, "check": 0.0, "rewrite": 0.0}
         self.retrieved: list[dict] = []
         self.initial_passages = passages
-        self.in_prompt: set[str] = set()  # passages the prompt already holds as text: never a unit as well
+        # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
+        # not a set: the candidates re-read them in this order, and a set's order changes per process
+        self.in_prompt: dict[str, None] = {}
         self.banned: dict[int, set[int]] = {}  # answer position -> first tokens of dropped sentences
         self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
         self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
@@ -374,7 +376,7 @@ class ControlledRun(Hook):
                 hits = self._retrieve(self.prompt, "prompt", into_prompt=True)
                 self.retrieved = [h.to_dict() for h in hits]
                 passages = [h.text for h in hits]
-            self.in_prompt = set(passages)
+            self.in_prompt = dict.fromkeys(passages)
             text = rt.prompt_with_passages(self.prompt, passages)
         elif self.initial_passages is None and rt.datastore is not None:
             self.retrieved = [h.to_dict() for h in self._retrieve(self.prompt, "prompt")]
