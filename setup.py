@@ -83,6 +83,7 @@ setup(
     extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6"],
                     "ray": ["ray==2.60.0"]},  # `ewe run --ray`, `ewe eval run --ray`: ewe/ray_pool.py
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
-    package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors"]},
+    package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors",
+                          "judge/labelled/*.jsonl"]},
     **(_extension_setup() if _extension_requested() else {}),
 )

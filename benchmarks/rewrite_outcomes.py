@@ -6,7 +6,7 @@ For each `ewe eval run` / `ewe eval score` details file (its results file, the s
 without ".details", beside it): the sentences EWE's controller rejected (stats
 rejected_sentences), how many ended as a rewrite its own judge supports, and of those how many
 the scoring checker supports claim by claim; then the share of EWE's seconds in each stage
-(its stats). The README's "Issue 18" rewrite and time figures come from this script.
+(its stats). The rewrite and time figures of docs/RESULTS.md ("Placement, candidate rewrites and what follows a failed sentence") come from this script.
 """
 import json
 import sys

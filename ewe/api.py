@@ -34,16 +34,23 @@ class EWE:
         self.runtime = Runtime(config or EWEConfig(), model, tokenizer, datastore, fact_checker)
 
     @classmethod
-    def from_runtime(cls, runtime: Runtime) -> "EWE":
-        """The facade over an existing Runtime (its model is loaded now)."""
+    def from_runtime(cls, runtime: Runtime, *, load_model: bool = True) -> "EWE":
+        """The facade over an existing Runtime (its model is loaded now, unless `load_model` is
+        False: then on first use)."""
         ewe = cls.__new__(cls)
         ewe.runtime = runtime
-        _ = runtime.model
+        if load_model:
+            _ = runtime.model
         return ewe
 
     @classmethod
-    def from_config(cls, config: EWEConfig | dict | str | None = None, **overrides) -> "EWE":
-        """Load the model named in `config` (an EWEConfig, a dict, or a YAML path), with dotted overrides."""
+    def from_config(cls, config: EWEConfig | dict | str | None = None, *, load_model: bool = True,
+                    **overrides) -> "EWE":
+        """Load the model named in `config` (an EWEConfig, a dict, or a YAML path), with dotted overrides.
+
+        load_model: False loads it on first use instead, for callers that may never generate
+        (fact-checking with the judge and the rule-based claim extractor needs no generator).
+        """
         if isinstance(config, (str, os.PathLike)):
             cfg = EWEConfig.from_yaml(config, **overrides)
         elif isinstance(config, EWEConfig):
@@ -53,7 +60,7 @@ class EWE:
         else:
             raise InputTypeError("config must be an EWEConfig, a dict, or the path of a YAML file, "
                                  f"got {type(config).__name__}")
-        return cls.from_runtime(Runtime(cfg))
+        return cls.from_runtime(Runtime(cfg), load_model=load_model)
 
     # -- the runtime's parts, for users of the facade ---------------------------------------
 

@@ -99,9 +99,11 @@ def _overrides(args) -> dict:
 
 
 def _load_ewe(args):
+    """The EWE for a command's options. `ewe check` loads the generator only if its checker asks
+    it something (checker.extractor or backend llm_judge): the judge and the rules need none."""
     from .api import EWE
 
-    return EWE.from_config(args.config, **_overrides(args))
+    return EWE.from_config(args.config, load_model=getattr(args, "command", None) != "check", **_overrides(args))
 
 
 def cmd_generate(args) -> int:

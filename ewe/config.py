@@ -169,7 +169,9 @@ class CheckerConfig(_Section):
         "answer beats a padded one); Streaming-VR ends the answer before a repeat; Full-VR, A2R and CoVe drop "
         "the repeated sentences of the answer they return"
     )
-    judge_threshold: float = Field(0.5, gt=0, lt=1, description="judge: P(supported) above which a claim is supported")
+    judge_threshold: Optional[float] = Field(
+        None, gt=0, lt=1, description="judge: P(supported) above which a claim is supported; null: the judge's "
+        "recorded operating point (`ewe judge operating-point`), 0.5 where it records none")
     ita_max_depth: int = Field(2, ge=0, le=5, description="ita: levels of sub-claims below a claim at most")
     ita_max_children: int = Field(3, ge=1, le=10, description="ita: sub-claims per node at most")
     ita_span: Literal["llm", "rules"] = Field(

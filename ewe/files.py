@@ -7,10 +7,13 @@ file in the same folder, flushed to disk, then renamed over the target.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Optional
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
@@ -52,6 +55,46 @@ def build_dir(parent: Path, prefix: str) -> Path:
     os.umask(mask)
     os.chmod(path, 0o777 & ~mask)
     return path
+
+
+class LockHeld(Exception):
+    """`file_lock(..., wait=False)` found the lock held; `holder` is the pid it records ("?" if none)."""
+
+    def __init__(self, lock: Path, holder: str):
+        super().__init__(f"{lock} is held by pid {holder}")
+        self.lock, self.holder = lock, holder
+
+
+@contextmanager
+def file_lock(lock: str | os.PathLike, *, wait: bool = True, waiting: Optional[Callable[[str], None]] = None):
+    """Hold an exclusive flock on the file `lock` (created, with its folder; it records the
+    holder's pid), so that one process at a time does what the lock guards. The kernel drops
+    the lock when its process ends, however it ends: a killed holder never blocks the next.
+
+    wait: False raises LockHeld at once if another process holds it; True waits, first calling
+        `waiting(holder_pid)` so that the wait can be explained.
+    """
+    lock = Path(lock)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            if not wait:
+                raise LockHeld(lock, holder) from None
+            if waiting is not None:
+                waiting(holder)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def process_alive(pid: int) -> bool:

@@ -8,7 +8,6 @@ so a kill loses at most the one being written.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sys
@@ -16,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from .errors import RunError
-from .files import atomic_write, read_jsonl
+from .files import LockHeld, atomic_write, file_lock, read_jsonl
 
 
 def finished_ids(path: Path) -> set[str]:
@@ -99,23 +98,14 @@ def refuse_unwritable(output: Path) -> None:
 @contextmanager
 def exclusive(output: Path):
     """Hold `<output>.lock`: two processes appending to one file would duplicate records."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    lock = output.with_name(output.name + ".lock")
-    with lock.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            raise RunError(f"another ewe run is writing {output} (pid {f.read().strip() or '?'}); "
-                           "wait for it or choose another --output") from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    stack = ExitStack()
+    try:
+        stack.enter_context(file_lock(output.with_name(output.name + ".lock"), wait=False))
+    except LockHeld as e:
+        raise RunError(f"another ewe run is writing {output} (pid {e.holder}); "
+                       "wait for it or choose another --output") from None
+    with stack:
+        yield
 
 
 class RecordLog:

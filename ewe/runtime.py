@@ -112,17 +112,24 @@ class Runtime:
         need_evidence: raise if there is no datastore to find evidence in (every check would
         fail); False when the caller gives the evidence itself.
         """
+        from .retrieval.evidence import DatastoreEvidence
+
         if self._fact_checker is None:
-            from .retrieval.evidence import DatastoreEvidence
             from .verify.factory import build_fact_checker
 
-            evidence = DatastoreEvidence(self.datastore) if self.datastore is not None else None
+            # the datastore opens on the first search, not here: checks that bring their own
+            # evidence (ewe check --input with "evidence" on every case) never build it
+            has_datastore = self._datastore is not None or self.config.retrieval.source is not None
+            evidence = DatastoreEvidence(None, opener=lambda: self.datastore) if has_datastore else None
             self._fact_checker = build_fact_checker(self.config.checker, evidence, self.as_llm(),
                                                     device=self.config.model.device)
-        if need_evidence and getattr(self._fact_checker, "evidence", True) is None:
+        evidence = getattr(self._fact_checker, "evidence", True)
+        if need_evidence and evidence is None:
             raise ConfigError("fact-checking needs evidence, but retrieval.source is null: set it to 'embedded' or a "
                               "datastore folder (or give the evidence: EWE.check(..., evidence=[...]), "
                               "ewe check --evidence)")
+        if need_evidence and isinstance(evidence, DatastoreEvidence):
+            _ = evidence.datastore  # open it now: a missing or broken one is an error here, not a failed verdict
         return self._fact_checker
 
     def use_fact_checker(self, checker) -> None:

@@ -23,9 +23,8 @@ METHODS = {  # name -> (config file, overrides)
     "bare": ("bare.yaml", {}),
     "ra": ("ra.yaml", {}),
     "ewe": ("ewe.yaml", {}),
-    # ewe-rewrite and ewe-text are not here yet: their candidates re-read the prompt's passages in
-    # a set's order, which changed from one process to the next (fixed: kept in order); to be
-    # recorded once two processes are seen to agree
+    "ewe-rewrite": ("ewe-rewrite.yaml", {}),
+    "ewe-text": ("ewe-text.yaml", {}),
     "flare": ("flare.yaml", {}),
     "streaming-vr": ("streaming-vr.yaml", {}),
     "full-vr": ("full-vr.yaml", {}),

@@ -215,9 +215,11 @@ def comparable_details(record: dict) -> dict:
 
 
 def unscored_details(record: dict) -> dict:
-    """A details line as the scorer appends it: its scores are filled in (an atomic rewrite of
-    the whole file) only once every response is checked, so a kill before that leaves none."""
-    return {k: v for k, v in comparable_details(record).items() if k not in ("K", "precision", "recall", "f1")}
+    """A details line as the scorer appends it: its scores and the run's own sentence verdicts
+    (`run_sentences`) are filled in by one atomic rewrite of the whole file once every response is
+    checked, so a kill before that leaves neither."""
+    return {k: v for k, v in comparable_details(record).items()
+            if k not in ("K", "precision", "recall", "f1", "run_sentences")}
 
 
 def assert_same_records(resumed: list[dict], ref: list[dict], normalize) -> None:

@@ -223,6 +223,21 @@ def test_training_resumes_to_the_same_weights(tmp_path, tiny_base, data_dir):
     assert resumed["weights_sha256"] == whole["weights_sha256"]
 
 
+def test_continued_training_starts_from_the_given_judge(tmp_path, tiny_base, data_dir):
+    from safetensors.torch import load_file
+
+    train(data_dir, tmp_path / "first", _cfg(), progress=False, base_path=tiny_base)
+    # with learning rates ~0, continuing changes nothing: the start was the first judge, not the base
+    still = train(data_dir, tmp_path / "still", _cfg(init=str(tmp_path / "first"), lr=1e-12, head_lr=1e-12),
+                  progress=False, base_path=tiny_base)
+    a, b = load_file(str(tmp_path / "first" / "judge.safetensors")), load_file(str(tmp_path / "still" / "judge.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert still["settings"]["init_weights_sha256"]
+    other = TrainConfig(spec=JudgeSpec(split=1, trained_layers=1), epochs=1, threads=1, init=str(tmp_path / "first"))
+    with pytest.raises(ValueError, match="spec"):
+        train(data_dir, tmp_path / "bad", other, progress=False, base_path=tiny_base)
+
+
 def test_missing_data_names_the_command(tmp_path, tiny_base):
     with pytest.raises(FileNotFoundError, match="ewe judge data"):
         train(tmp_path, tmp_path / "out", _cfg(), progress=False, base_path=tiny_base)
@@ -399,14 +414,17 @@ def test_the_hand_labelled_set_is_well_formed():
     """tests/data/judge/generated.jsonl: sentences the embedded model wrote, labelled by reading
     the article (LABELLING.md); `ewe judge eval` measures judges on it."""
     from ewe.data import wiki
+    from ewe.data.generated_sentences import split_of
 
     rows = D.read(Path(__file__).parent / "data" / "judge" / "generated.jsonl")
     assert len(rows) >= 200 and len({r["id"] for r in rows}) == len(rows)
     assert {r["label"] for r in rows} == {SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE, NOT_CHECKABLE}
-    assert {r["method"] for r in rows} == {"bare", "ra", "ewe"} and {r["dataset"] for r in rows} == {"bio", "objects"}
+    assert {"bare", "ra", "ewe"} <= {r["method"] for r in rows} and {r["dataset"] for r in rows} == {"bio", "objects"}
+    assert {r.get("annotator", "A") for r in rows} == {"A"}  # second readings are kept apart (second_reading.jsonl)
     for r in rows:
         assert r["topic"] in wiki.summaries() and D.is_held_out(r["topic"])  # the judge never trained on it
         assert r["sentence"].strip() and r["note"].strip()
+        assert r["split"] == split_of(r["topic"])  # the threshold is chosen on validation, reported on test
 
 
 @pytest.mark.slow
@@ -430,3 +448,173 @@ def test_length_buckets_give_the_probabilities_of_one_batch():
         judge.bucket = saved
     assert len(wins) > 2
     torch.testing.assert_close(bucketed, whole, atol=0.02, rtol=0)  # bf16 autocast: padding moves the last bits
+
+
+# --- model-written claims, the operating point (issue 37) --------------------------------------
+
+
+class _Embedder:
+    """Bag-of-words vectors: cosine is word overlap, enough to hold the labeller's rule."""
+
+    def encode(self, texts, normalize_embeddings=True, convert_to_numpy=True):
+        import numpy as np
+
+        vocab = sorted({w for t in texts for w in t.lower().split()})
+        out = np.array([[float(w in t.lower().split()) for w in vocab] for t in texts]) + 1e-9
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def turing():
+    return next(a for a in D.load_articles(summaries()) if a.title == "Alan Turing")
+
+
+@pytest.mark.parametrize("text,kept,why", [
+    ("Alan Turing was an English mathematician, logician and computer scientist.", True, ""),
+    ("Alan Turing was an English mathematician born in 1912.", False, "number not in the source"),
+    ("Alan Turing was an English mathematician who studied at Cambridge.", False, "name not in the passage"),
+    ("Alan Turing was not an English mathematician, computer scientist and logician.", False, "negation"),
+    ("Alan Turing was a celebrated, beloved, visionary genius and brilliant inventor.", False, "content words new"),
+    ("He was a mathematician and a logician and a computer scientist from England.", False, "does not name"),
+    ("Mathematics.", False, "not a statement"),
+])
+def test_a_restatement_is_kept_only_when_consistent_with_its_source(turing, text, kept, why):
+    from ewe.judge.paraphrases import Labeller, Request
+
+    source = "Alan Turing was an English mathematician, computer scientist and logician."
+    req = Request(turing.title, 0, source, 0)
+    row = Labeller(min_cosine=0.5, embedder=_Embedder()).label([(text, req, turing)])[0]
+    assert row["kept"] is kept and why in row["reason"]
+    assert row["split"] == ("test" if D.is_held_out(turing.title) else "train")
+
+
+def test_a_restatement_far_from_its_source_is_dropped(turing):
+    from ewe.judge.paraphrases import Labeller, Request
+
+    req = Request(turing.title, 0, "Alan Turing was an English mathematician, computer scientist and logician.", 0)
+    row = Labeller(min_cosine=0.9, embedder=_Embedder()).label(
+        [("Alan Turing, an English logician, was also a mathematician.", req, turing)])[0]
+    assert not row["kept"] and row["reason"].startswith("cosine")
+
+
+def test_the_first_sentence_of_an_output_loses_its_lead_in():
+    from ewe.judge.paraphrases import first_sentence
+
+    assert first_sentence('Sure! "Alan Turing was English." He also ran.') == "Alan Turing was English."
+    assert first_sentence("- Turing led Hut 8. More.") == "Turing led Hut 8."
+    assert first_sentence("") == ""
+
+
+def test_model_written_claims_join_the_data_with_contrasts_in_the_same_words():
+    text = "Alan Turing headed Hut 8, which was responsible for German naval cryptanalysis during the war."
+    rows = [{"id": "Alan Turing\t3\t0", "title": "Alan Turing", "sentence_index": 3, "paraphrase": text, "kept": True},
+            {"id": "Alan Turing\t2\t1", "title": "Alan Turing", "sentence_index": 2, "paraphrase": "junk", "kept": False}]
+    plain = D.build(summaries(), seed=0)
+    assert len(D.build(summaries(), seed=0, paraphrases=rows)) == len(plain)  # no reader's label: nothing added
+    both = D.build(summaries(), seed=0, paraphrases=rows, auto_labels=True)
+    assert [e.to_dict() for e in both[:len(plain)]] == [e.to_dict() for e in plain]  # the rest unchanged
+    added = both[len(plain):]
+    assert added[0].label == SUPPORTED and added[0].claim == text and added[0].kind == "model-paraphrase"
+    assert all(e.kind.startswith("model-") for e in added) and "junk" not in {e.claim for e in added}
+    assert len(added) == 2  # balanced: one contrast for the one supported restatement
+    for e in added[1:]:
+        assert e.label != SUPPORTED
+        if e.label == UNSUPPORTED:
+            assert e.claim != text and e.claim[:e.edit_start] == text[:e.edit_start]  # one edit of the same words
+        if e.kind == "model-removed-sentence":
+            assert e.claim == text and "Hut 8" not in e.evidence
+
+
+def test_a_readers_label_decides_a_model_written_claim():
+    wrong = "Alan Turing was a French mathematician who led Hut 9."
+    rows = [{"id": "k1", "title": "Alan Turing", "sentence_index": 0, "paraphrase": wrong, "kept": True,
+             "label": UNSUPPORTED},
+            {"id": "k2", "title": "Alan Turing", "sentence_index": 0, "paraphrase": "Turing was clever.", "kept": False,
+             "label": NOT_CHECKABLE}]
+    right = "Alan Turing was an English computer scientist and mathematician."
+    rows.append({"id": "k3", "title": "Alan Turing", "sentence_index": 0, "paraphrase": right, "label": SUPPORTED})
+    added = D.build(summaries(), seed=0, paraphrases=rows)[len(D.build(summaries(), seed=0)):]
+    assert [(e.claim, e.label, e.kind) for e in added if e.label == SUPPORTED] == [(right, SUPPORTED, "model-paraphrase")]
+    assert len(added) == 2  # one negative kept for one supported, from the reader's or the contrasts
+    everything = D.build(summaries(), seed=0, paraphrases=rows[:1])[len(D.build(summaries(), seed=0)):]
+    assert everything == []  # no supported restatement: no model-written negative either
+
+
+def test_training_draws_keep_every_model_written_row():
+    from ewe.judge.train import _subset
+
+    rows = [{"id": i, "kind": "model-paraphrase" if i % 10 == 0 else "clause"} for i in range(200)]
+    got = _subset(rows, 50, seed=0)
+    assert len(got) == 50 and {r["id"] for r in got} >= {i for i in range(0, 200, 10)}
+    plain = [{"id": i, "kind": "clause"} for i in range(200)]
+    import random
+
+    assert _subset(plain, 50, seed=0) == random.Random(0).sample(plain, 50)  # the shipped judge's draw is unchanged
+
+
+def _items(pos_scores, neg_scores):
+    return [{"gold": True, "score": s} for s in pos_scores] + [{"gold": False, "score": s} for s in neg_scores]
+
+
+def test_figures_at_a_threshold():
+    from ewe.judge.evaluate import at_threshold
+
+    items = _items([0.9, 0.3, None], [0.05, 0.6])
+    p = at_threshold(items, 0.2)
+    assert p["supported_kept"] == round(2 / 3, 4) and p["others_rejected"] == 0.5  # a sentence with no claim never passes
+    assert p["balanced_accuracy"] == round((2 / 3 + 0.5) / 2, 4)
+
+
+def test_the_operating_point_weighs_false_acceptances_against_false_rejections():
+    from ewe.judge.evaluate import operating_point
+
+    items = _items([0.9, 0.04, 0.04, 0.04], [0.01, 0.03, 0.6, 0.7])
+    # at 0.02: kept 1, rejected 1/4; at 0.5: kept 1/4, rejected 1/2 (rates, not counts)
+    assert operating_point(items, 1.0, thresholds=(0.02, 0.5))["threshold"] == 0.02  # 0.75 < 1.25
+    assert operating_point(items, 4.0, thresholds=(0.02, 0.5))["threshold"] == 0.5  # 3.0 > 2.75
+    assert operating_point(_items([0.9], [0.1]), 1.0, thresholds=(0.2, 0.5))["threshold"] == 0.5  # ties: the higher
+
+
+def test_the_checker_reads_the_recorded_operating_point(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"operating_point": {"threshold": 0.07}}))
+    assert JudgeChecker(str(tmp_path)).threshold == 0.07
+    assert JudgeChecker(str(tmp_path), threshold=0.3).threshold == 0.3
+    (tmp_path / "manifest.json").write_text("{}")
+    assert JudgeChecker(str(tmp_path)).threshold == 0.5
+
+
+def test_generated_sentences_are_split_by_article(tmp_path):
+    from ewe.data.generated_sentences import sentences, split_of
+
+    run = tmp_path / "ra.jsonl"
+    run.write_text(json.dumps({"id": "bio-1", "topic": "Ada Lovelace", "dataset": "bio", "prompt": "Tell me a bio.",
+                               "text": "Ada was English. She wrote notes."}) + "\n")
+    rows = sentences(run)
+    assert [r["id"] for r in rows] == ["ra-bio-1-s0", "ra-bio-1-s1"] and rows[1]["context"] == "Ada was English. "
+    assert {r["split"] for r in rows} == {split_of("Ada Lovelace")} and split_of("x") in ("validation", "test")
+
+
+def test_the_hand_labelled_model_written_claims_are_well_formed():
+    """ewe/judge/labelled/model_written.jsonl: restatements the embedded model wrote
+    (`ewe judge paraphrase`), each labelled by a reader against the article; training data for
+    the judge (`ewe judge data --paraphrases`), so none may come from the hand-labelled test set's articles."""
+    from ewe.data import wiki
+    from ewe.judge.paraphrases import read
+
+    rows = read(Path(D.__file__).parent / "labelled" / "model_written.jsonl")
+    assert len(rows) >= 300 and len({r["id"] for r in rows}) == len(rows)
+    assert {r["label"] for r in rows} == {SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE, NOT_CHECKABLE}
+    evaluated = {r["topic"] for r in D.read(Path(__file__).parent / "data" / "judge" / "generated.jsonl")}
+    for r in rows:
+        assert r["title"] in wiki.summaries() and r["paraphrase"].strip() and r["note"].strip()
+        assert r["split"] == ("test" if D.is_held_out(r["title"]) else "train") and r["title"] not in evaluated
+
+
+def test_the_second_reading_agrees_as_labelling_md_says():
+    from ewe.judge.evaluate import agreement
+
+    here = Path(__file__).parent / "data" / "judge"
+    got = agreement(D.read(here / "generated.jsonl"), D.read(here / "second_reading.jsonl"))
+    assert got["n"] == 120 and got["raw"] >= 0.9 and got["supported_vs_rest"] >= 0.95
+    text = (here / "LABELLING.md").read_text(encoding="utf-8")
+    assert f"{got['raw']:.3f} on the four labels" in text and f"kappa {got['kappa']:.3f}" in text

@@ -144,10 +144,22 @@ class JudgeChecker:
     """Checker backend over a trained Judge (the offline default): `judge` is a Judge, a shipped
     judge's name or a folder, loaded on first use."""
 
-    def __init__(self, judge: "Judge | str | Path" = "minilm-cross", threshold: float = 0.5):
+    def __init__(self, judge: "Judge | str | Path" = "minilm-cross", threshold: Optional[float] = None):
         self._judge = judge if isinstance(judge, Judge) or hasattr(judge, "probabilities") else None
         self._which = None if self._judge is not None else judge
-        self.threshold = threshold
+        self._threshold = threshold
+
+    @property
+    def threshold(self) -> float:
+        """The given threshold, else the judge's recorded operating point (`ewe judge
+        operating-point --record`), else 0.5."""
+        if self._threshold is None:
+            self._threshold = 0.5 if self._which is None else recorded_threshold(self._which)
+        return self._threshold
+
+    @threshold.setter
+    def threshold(self, value: float) -> None:
+        self._threshold = value
 
     @property
     def judge(self) -> Judge:
@@ -205,6 +217,13 @@ class JudgeChecker:
                 + (f"; the claim's last {unread} tokens are past what the judge reads" if unread else ""),
                 details={"per_passage": [per_passage[i] for i in sorted(per_passage)]}))
         return verdicts
+
+
+def recorded_threshold(which: str | Path, default: float = 0.5) -> float:
+    """The operating point recorded in a judge's manifest, or `default` when it records none."""
+    manifest = resolve(which) / "manifest.json"
+    point = json.loads(manifest.read_text(encoding="utf-8")).get("operating_point") if manifest.is_file() else None
+    return float(point["threshold"]) if point else default
 
 
 def resolve(folder: str | Path) -> Path:

@@ -12,9 +12,37 @@ def cmd_data(args) -> int:
     from ..data import wiki
     from .data import build, prefixes, write
 
-    examples = build(wiki.summaries(), seed=args.seed, per_article=args.per_article, limit=args.limit)
+    paraphrases = None
+    if args.paraphrases:
+        from .paraphrases import read as read_paraphrases
+
+        paraphrases = read_paraphrases(Path(args.paraphrases))
+    examples = build(wiki.summaries(), seed=args.seed, per_article=args.per_article, limit=args.limit,
+                     paraphrases=paraphrases, auto_labels=args.auto_labels)
     manifest = write(examples, Path(args.out), args.seed, prefixes(examples, args.seed) if args.prefixes else None)
     print(json.dumps(manifest["files"], indent=2))
+    return 0
+
+
+def cmd_paraphrase(args) -> int:
+    import random
+
+    import torch
+
+    from ..data import wiki
+    from .data import load_articles
+    from .paraphrases import Labeller, Paraphraser, generate
+
+    torch.set_num_threads(args.threads)
+    entries = sorted((e for e in wiki.summaries().values() if len(e.get("extract") or "") >= 200),
+                     key=lambda e: e["title"])
+    chosen = random.Random(args.seed).sample(entries, min(args.articles, len(entries)))
+    articles = load_articles({e["title"]: e for e in chosen})
+    paraphraser = Paraphraser(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    labeller = Labeller(max_novel=args.max_novel, min_cosine=args.min_cosine)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(generate(articles, out, args.per_article, args.seed, paraphraser, labeller), indent=2))
     return 0
 
 
@@ -22,9 +50,9 @@ def cmd_train(args) -> int:
     from .model import JudgeSpec
     from .train import TrainConfig, train
 
-    spec = JudgeSpec(split=args.split, trained_layers=args.trained_layers, claim_only=args.claim_only)
+    spec = JudgeSpec(split=args.split, trained_layers=args.trained_layers, claim_only=args.claim_only, bf16=args.bf16)
     cfg = TrainConfig(spec=spec, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                      max_train=args.max_train, max_test=args.max_test, threads=args.threads)
+                      max_train=args.max_train, max_test=args.max_test, threads=args.threads, init=args.init)
     manifest = train(Path(args.data), Path(args.out), cfg)
     print(json.dumps(manifest["held_out"], indent=2))
     return 0
@@ -42,6 +70,32 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_operating_point(args) -> int:
+    from .data import read
+    from .evaluate import make_checker, operating_point, record_operating_point, roc, scored
+
+    rows = read(Path(args.labelled))
+    missing = sorted({r["id"] for r in rows if r.get("split") not in ("validation", "test")})
+    if missing:
+        raise SystemExit(f"{args.labelled}: {len(missing)} rows without split validation/test (first: {missing[0]}); "
+                         "`python -m ewe.data.generated_sentences` writes it")
+    fc = make_checker(args.judge)
+    items = {s: scored(fc, [r for r in rows if r["split"] == s]) for s in ("validation", "test")}
+    point = operating_point(items["validation"], args.false_accept_cost)
+    from .evaluate import at_threshold
+
+    report = {"judge": args.judge, "chosen_on": "validation", **{k: point[k] for k in ("threshold", "false_accept_cost")},
+              "validation": point, "test": at_threshold(items["test"], point["threshold"]),
+              "test_at_0.5": at_threshold(items["test"], 0.5),
+              "roc": {s: roc(v) for s, v in items.items()}}
+    print(json.dumps({k: v for k, v in report.items() if k != "roc"}, indent=2))
+    if args.roc:
+        print(json.dumps(report["roc"], indent=1))
+    if args.record:
+        print(f"recorded in {record_operating_point(args.judge, report, args.labelled)}")
+    return 0
+
+
 def add_judge_commands(sub) -> None:
     jsub = command_group(sub, "judge", "the trained fact-checking judge: make its data, train it, measure it")
 
@@ -51,7 +105,25 @@ def add_judge_commands(sub) -> None:
     d.add_argument("--per-article", type=positive_int, default=8, help="supported claims drawn per article (x2 altered)")
     d.add_argument("--limit", type=positive_int, help="only the first N articles (by title)")
     d.add_argument("--no-prefixes", dest="prefixes", action="store_false", help="skip prefixes.jsonl")
+    d.add_argument("--paraphrases", help="model-written restatements (`ewe judge paraphrase`; the shipped hand-labelled "
+                   "ones: ewe/judge/labelled/model_written.jsonl): those with a reader's label, and their contrasts, "
+                   "join the data")
+    d.add_argument("--auto-labels", action="store_true",
+                   help="also take the restatements the consistency filter kept as supported (noisy: see docs/JUDGE.md)")
     d.set_defaults(func=cmd_data)
+
+    p = jsub.add_parser("paraphrase", help="the embedded generator restates article sentences in its own words, "
+                        "each kept or dropped by consistency with its source (for `ewe judge data --paraphrases`)")
+    p.add_argument("--out", required=True, help="paraphrases.jsonl (appended; a rerun resumes)")
+    p.add_argument("--articles", type=positive_int, default=800, help="articles drawn (seeded) from the summaries")
+    p.add_argument("--per-article", type=positive_int, default=2, help="source sentences restated per article")
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--max-new-tokens", type=positive_int, default=48)
+    p.add_argument("--max-novel", type=non_negative_int, default=2, help="content words new to the passage allowed")
+    p.add_argument("--min-cosine", type=positive_float, default=0.75, help="embedder cosine to the source required")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=positive_int, default=2)
+    p.set_defaults(func=cmd_paraphrase)
 
     t = jsub.add_parser("train", help="train the judge's upper layers and head (seeded, resumable)")
     t.add_argument("--data", required=True, help="a folder written by `ewe judge data`")
@@ -60,6 +132,9 @@ def add_judge_commands(sub) -> None:
                    help="MiniLM layers run on claim and passage apart (0, the shipped design: a plain cross-encoder)")
     t.add_argument("--trained-layers", type=positive_int, default=6, help="top layers trained (6: all, the shipped design)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
+    t.add_argument("--no-bf16", dest="bf16", action="store_false",
+                   help="float32 matrix products (bfloat16 autocast is ~6x slower than float32 on a CPU without "
+                   "AVX-512 BF16; with it ~1.7x faster); the judge then also checks in float32")
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument("--epochs", type=positive_int, default=1)
     t.add_argument("--batch-size", type=positive_int, default=16)
@@ -68,6 +143,8 @@ def add_judge_commands(sub) -> None:
     t.add_argument("--max-test", type=positive_int, default=4000, help="evaluate on N held-out examples")
     t.add_argument("--threads", type=positive_int, default=1,
                    help="torch threads (pinned: results depend on it; 1 avoids oversubscription next to other work)")
+    t.add_argument("--init", help="start from this trained judge (name or folder; same design): continued training "
+                   "on new data, with --max-train drawing the rest of the data as replay")
     t.set_defaults(func=cmd_train)
 
     e = jsub.add_parser("eval", help="balanced accuracy on the hand-labelled generated sentences")
@@ -76,6 +153,18 @@ def add_judge_commands(sub) -> None:
     e.add_argument("--record", action="store_true",
                    help="write each judge's figure into its manifest (what `ewe eval` reports name)")
     e.set_defaults(func=cmd_eval)
+
+    o = jsub.add_parser("operating-point", help="the judge's threshold, chosen on the hand-labelled validation split "
+                        "for the loop's costs and measured on the test split (the ROC of both)")
+    o.add_argument("--judge", default="minilm-cross", help="a shipped judge (minilm-cross) or a judge folder")
+    o.add_argument("--labelled", default="tests/data/judge/generated.jsonl")
+    o.add_argument("--false-accept-cost", type=positive_float, default=1.0,
+                   help="the rate of wrong sentences kept, weighed against the rate of true ones rejected (a "
+                   "backtrack and a candidate round each); 1: the best balanced accuracy")
+    o.add_argument("--roc", action="store_true", help="also print the ROC of both splits")
+    o.add_argument("--record", action="store_true", help="write the point into the judge's manifest: the checker's "
+                   "threshold when checker.judge_threshold is null")
+    o.set_defaults(func=cmd_operating_point)
 
     from ..eval.binding import add_arguments, run
 

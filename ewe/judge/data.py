@@ -365,6 +365,31 @@ class Builder:
                     add(alt[0], label, alt[1], alt[2])
         return out
 
+    def model_written(self, art: Article, text: str, si: int, key: str, label: str = SUPPORTED) -> list[Example]:
+        """A restatement in the generator's words of sentence `si`, with its label; a supported one
+        also gets contrasts made from the same words, so the style gives no label away: an
+        alteration the passage contradicts, and the passage without the sentence that states it
+        (or a detail added) for not enough evidence. Kinds are "model-..."."""
+        split = "test" if is_held_out(art.title) else "train"
+        passage = art.passage()
+        src = art.sentences[si] if 0 <= si < len(art.sentences) else art.description
+        slug = f"{_slug(art.title)}-m{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+        if label != SUPPORTED:  # the generator's own error, as a reader labelled it
+            return [Example(f"{slug}-0", art.title, split, passage, text, label, "model-written", None, src)]
+        out = [Example(f"{slug}-0", art.title, split, passage, text, SUPPORTED, "model-paraphrase", None, src)]
+        alt = self.unsupported(art, text)
+        if alt is not None:
+            out.append(Example(f"{slug}-1", art.title, split, passage, alt[0], UNSUPPORTED, f"model-{alt[1]}", alt[2], src))
+        if si >= 0 and len(art.sentences) > 1 and _stated_only_in(text, art, si):
+            out.append(Example(f"{slug}-2", art.title, split, art.passage(drop=si), text, NOT_ENOUGH_EVIDENCE,
+                               "model-removed-sentence", 0, src))
+        else:
+            alt = self.added_detail(art, text)
+            if alt is not None:
+                out.append(Example(f"{slug}-2", art.title, split, passage, alt[0], NOT_ENOUGH_EVIDENCE,
+                                   f"model-{alt[1]}", alt[2], src))
+        return out
+
     def _surface(self, claim: str, edit: Optional[int], art: Article) -> tuple[str, Optional[int]]:
         """Label-blind rewrites: other words for the same thing, a generated-style frame, the
         description as an apposition, a date in another format, a hedge or attribution in front."""
@@ -390,8 +415,12 @@ class Builder:
         return claim, edit
 
 
-def build(summaries: dict, seed: int = 0, per_article: int = 8, limit: Optional[int] = None) -> list[Example]:
-    """Every article's examples, train and test (held-out articles) together, in title order."""
+def build(summaries: dict, seed: int = 0, per_article: int = 8, limit: Optional[int] = None,
+          paraphrases: Optional[list[dict]] = None, auto_labels: bool = False) -> list[Example]:
+    """Every article's examples, train and test (held-out articles) together, in title order;
+    then the model-written restatements (`ewe judge paraphrase`) with their contrasts: those a
+    reader labelled (a row's "label"), and with `auto_labels` also those the consistency filter
+    kept (hand-read, 47 of 69 of those were supported: off by default)."""
     articles = load_articles(summaries)
     if limit:
         articles = articles[:limit]
@@ -399,7 +428,30 @@ def build(summaries: dict, seed: int = 0, per_article: int = 8, limit: Optional[
     out = []
     for art in articles:
         out += builder.examples(art, "test" if is_held_out(art.title) else "train", per_article)
+    if paraphrases:
+        by_title = {a.title: a for a in articles}
+        for row in paraphrases:
+            art = by_title.get(row["title"])
+            label = row.get("label") or (SUPPORTED if auto_labels and row.get("kept") else None)
+            if art is not None and label in (SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE):
+                out += builder.model_written(art, row["paraphrase"], row["sentence_index"], row["id"], label)
+        out = balance_model_written(out, seed)
     return out
+
+
+def balance_model_written(examples: list[Example], seed: int = 0) -> list[Example]:
+    """As many model-written negatives as supported, per split: the readers found most of the
+    generator's restatements wrong, and with the contrasts the generator's style alone would
+    say "reject". Negatives are drawn (seeded) from the readers' and the contrasts alike."""
+    rng = random.Random(seed + 17)
+    drop: set[str] = set()
+    for split in ("train", "test"):
+        written = [e for e in examples if e.split == split and e.kind.startswith("model-")]
+        negatives = [e for e in written if e.label != SUPPORTED]
+        n_supported = len(written) - len(negatives)
+        rng.shuffle(negatives)
+        drop |= {e.id for e in negatives[n_supported:]}
+    return [e for e in examples if e.id not in drop]
 
 
 def prefixes(examples: Iterable[Example], seed: int = 0, per_claim: int = 2) -> list[dict]:

@@ -13,7 +13,7 @@ import json
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..data import wiki
 from ..eval.checker_accuracy import balanced_accuracy
@@ -41,6 +41,76 @@ def predictions(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
         check = fc.check_sentence(r["sentence"], context=r.get("context") or None, prompt=r.get("prompt"), evidence=ev)
         out.append({"row": r, "verdict": check.verdict, "seconds": time.perf_counter() - t})
     return out
+
+
+def sentence_score(check) -> Optional[float]:
+    """The sentence's P(supported) as the loop decides on it: the lowest of its claims' (a claim
+    the judge read only in part counts 0); None when it holds no claim."""
+    if not check.verdicts:
+        return None
+    return min(0.0 if "past what the judge reads" in (v.rationale or "") else float(v.score) for v in check.verdicts)
+
+
+def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
+    """Each checkable labelled sentence with its score: {"row", "score", "gold"} (gold: supported)."""
+    out = []
+    for r in rows:
+        if r["label"] == NOT_CHECKABLE:
+            continue
+        ev = [Evidence(text=wiki.passage(r["topic"]), title=r["topic"], source_id=r["topic"])]
+        check = fc.check_sentence(r["sentence"], context=r.get("context") or None, prompt=r.get("prompt"), evidence=ev)
+        out.append({"row": r, "score": sentence_score(check), "gold": r["label"] == SUPPORTED})
+    return out
+
+
+def at_threshold(items: list[dict], threshold: float) -> dict:
+    """Supported sentences kept, the others rejected, and their mean, when a sentence passes above
+    `threshold` (a sentence with no claim never passes)."""
+    pos = [i for i in items if i["gold"]]
+    neg = [i for i in items if not i["gold"]]
+    kept = sum((i["score"] or 0.0) > threshold for i in pos) / max(1, len(pos))
+    rejected = sum(not ((i["score"] or 0.0) > threshold) for i in neg) / max(1, len(neg))
+    return {"threshold": threshold, "supported_kept": round(kept, 4), "others_rejected": round(rejected, 4),
+            "balanced_accuracy": round((kept + rejected) / 2, 4), "n_supported": len(pos), "n_other": len(neg)}
+
+
+THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def roc(items: list[dict], thresholds: Iterable[float] = THRESHOLDS) -> list[dict]:
+    return [at_threshold(items, t) for t in thresholds]
+
+
+def operating_point(items: list[dict], false_accept_cost: float = 1.0,
+                    thresholds: Iterable[float] = THRESHOLDS) -> dict:
+    """The threshold of least cost on `items` (the validation split): a true sentence rejected
+    costs 1 (the loop backtracks and writes candidates again), a false one accepted
+    `false_accept_cost` (it stays in the answer). Costs weigh the two error *rates*, not the
+    set's counts: the labelled set's mix (mostly bare answers' inventions) is not the loop's, so
+    at 1 this is the threshold of best balanced accuracy. Ties go to the higher threshold."""
+    best = None
+    for t in sorted(thresholds, reverse=True):
+        p = at_threshold(items, t)
+        cost = (1 - p["supported_kept"]) + false_accept_cost * (1 - p["others_rejected"])
+        if best is None or cost < best[0] - 1e-12:
+            best = (cost, p)
+    return {**best[1], "false_accept_cost": false_accept_cost, "cost": round(best[0], 4)}
+
+
+def agreement(first: list[dict], second: list[dict]) -> dict:
+    """How two readers' labels of the same sentences agree: raw (four labels), Cohen's kappa, and
+    on supported against the rest for the sentences both call checkable (what the judge is scored on)."""
+    by_id = {r["id"]: r["label"] for r in first}
+    pairs = [(by_id[r["id"]], r["label"]) for r in second if r["id"] in by_id]
+    if not pairs:
+        raise ValueError("the second reading shares no id with the labelled set")
+    n = len(pairs)
+    raw = sum(a == b for a, b in pairs) / n
+    labels = {x for p in pairs for x in p}
+    chance = sum((sum(a == lab for a, _ in pairs) / n) * (sum(b == lab for _, b in pairs) / n) for lab in labels)
+    both = [(a == SUPPORTED, b == SUPPORTED) for a, b in pairs if NOT_CHECKABLE not in (a, b)]
+    return {"n": n, "raw": round(raw, 4), "kappa": round((raw - chance) / (1 - chance), 4) if chance < 1 else 1.0,
+            "supported_vs_rest": round(sum(a == b for a, b in both) / max(1, len(both)), 4), "n_checkable": len(both)}
 
 
 def summarize(preds: list[dict]) -> dict:
@@ -88,6 +158,18 @@ def record(judge: str, summary: dict, labelled: str | Path) -> Path:
     path = resolve(judge) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["hand_labelled"] = figure
+    write_json(path, manifest)
+    return path
+
+
+def record_operating_point(judge: str, report: dict, labelled: str | Path) -> Path:
+    """Store the chosen threshold and its figures in a trained judge's manifest (`operating_point`)."""
+    from ..files import write_json
+    from .checker import resolve
+
+    path = resolve(judge) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["operating_point"] = {"set": str(labelled), **report}
     write_json(path, manifest)
     return path
 

@@ -43,6 +43,7 @@ class TrainConfig:
     threads: int = 2
     checkpoint_every: int = 200
     save_dtype: str = "bfloat16"  # the shipped weights' dtype (bfloat16 halves them; checks run in bf16 anyway)
+    init: Optional[str] = None  # a trained judge (name or folder) to start from, same spec: continued training
 
 
 # settings that change what is saved or measured, not the training: a checkpoint made under other
@@ -55,9 +56,17 @@ def _sha(path: Path) -> str:
 
 
 def _subset(rows: list[dict], n: Optional[int], seed: int) -> list[dict]:
+    """`n` rows drawn (seeded); the model-written ones ("model-..." kinds, scarce and the closest
+    to what the judge is asked in the loop) are all kept, the rest drawn to fill up to `n`."""
     if n is None or n >= len(rows):
         return rows
-    return random.Random(seed).sample(rows, n)
+    written = [r for r in rows if str(r.get("kind", "")).startswith("model-")]
+    rest = [r for r in rows if not str(r.get("kind", "")).startswith("model-")]
+    if not written:
+        return random.Random(seed).sample(rows, n)
+    drawn = written[:n] + random.Random(seed).sample(rest, max(0, min(len(rest), n - len(written))))
+    random.Random(seed + 7).shuffle(drawn)
+    return drawn
 
 
 class Encoded:
@@ -175,6 +184,8 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
     settings = {**asdict(cfg), "train_sha256": _sha(train_path), "test_sha256": _sha(test_path)}
 
     model = JudgeModel(cfg.spec, base_path)
+    if cfg.init is not None:
+        settings["init_weights_sha256"] = _start_from(model, cfg)
     tok = load_tokenizer()
     rows = train_rows + test_rows
     add_windows(rows, tok, cfg.spec.max_passage_tokens)
@@ -259,6 +270,22 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
     }
     write_json(out_dir / "manifest.json", manifest)
     return manifest
+
+
+def _start_from(model: JudgeModel, cfg: TrainConfig) -> str:
+    """Load the trained part of judge `cfg.init` (it must share the spec); returns its weights' hash."""
+    from safetensors.torch import load_file
+
+    from .checker import resolve
+
+    folder = resolve(cfg.init)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    same = {k: v for k, v in asdict(cfg.spec).items() if k != "bf16"}  # autocast changes no weight
+    if {k: v for k, v in (manifest.get("spec") or {}).items() if k != "bf16"} != same:
+        raise ValueError(f"--init {cfg.init}: its spec {manifest.get('spec')} is not this run's {asdict(cfg.spec)}")
+    weights = folder / "judge.safetensors"
+    model.load_trained_state({k: v.float() for k, v in load_file(str(weights)).items()})
+    return _sha(weights)
 
 
 def _training_part(settings: dict) -> dict:

@@ -3,7 +3,9 @@
 
 Built on first use (a few minutes on two CPU cores, with progress bars) and cached under
 `$EWE_CACHE_DIR` (default ~/.cache/ewe) / datastores / <name>, where the name holds what
-changes the index: chunk size, tokenizer fingerprint, embedder and index factory.
+changes the index: chunk size, tokenizer fingerprint, embedder and index factory. Builds of
+one name take turns (`<name>.lock` beside it): processes started together on a fresh cache
+build it once, and the others load that build.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+from ..files import file_lock
 from ..resources import cache_dir as ewe_cache_dir
 from .chunking import DEFAULT_CHUNK_TOKENS, tokenizer_fingerprint
 from .datastore import Datastore, DatastoreError
@@ -60,22 +63,41 @@ def default_datastore(tokenizer, *, chunk_tokens: int = DEFAULT_CHUNK_TOKENS, em
     """
     path = default_datastore_path(tokenizer, chunk_tokens=chunk_tokens, embedder=embedder, factory=factory, cache_dir=cache_dir)
     emb_obj = embedder if isinstance(embedder, Embedder) else None
-    if path.exists() and not rebuild:
-        try:
-            return Datastore.load(path, embedder=emb_obj)
-        except DatastoreError as e:
+    if not rebuild and (ds := _cached(path, emb_obj, quiet=True)) is not None:
+        return ds  # no lock: loading a finished datastore needs none (and a read-only cache allows none)
+
+    def waiting(pid: str) -> None:
+        logger.warning("waiting for process %s, which is building the datastore %s", pid, path)
+
+    # One build per cache entry at a time: a second process waits here, then loads the first
+    # one's datastore instead of building its own copy (minutes of CPU, and twice the disk).
+    with file_lock(path.with_name(path.name + ".lock"), waiting=waiting):
+        if not rebuild and (ds := _cached(path, emb_obj)) is not None:
+            return ds
+        logger.warning("building the embedded Wikipedia datastore at %s (first use; a few minutes)", path)
+        return Datastore.build(
+            "embedded",
+            path,
+            tokenizer=tokenizer,
+            embedder=embedder,
+            chunk_tokens=chunk_tokens,
+            factory=factory,
+            tokenizer_name=tokenizer_name,
+            progress=progress,
+        )
+
+
+def _cached(path: Path, embedder: Embedder | None, quiet: bool = False) -> Datastore | None:
+    """The datastore cached at `path`, or None if there is none or it is unusable (then rebuilt;
+    `quiet` leaves saying so to the check made under the lock)."""
+    if not path.exists():
+        return None
+    try:
+        return Datastore.load(path, embedder=embedder)
+    except DatastoreError as e:
+        if not quiet:
             logger.warning("cached datastore %s is unusable (%s); rebuilding it", path, e)
-    logger.warning("building the embedded Wikipedia datastore at %s (first use; a few minutes)", path)
-    return Datastore.build(
-        "embedded",
-        path,
-        tokenizer=tokenizer,
-        embedder=embedder,
-        chunk_tokens=chunk_tokens,
-        factory=factory,
-        tokenizer_name=tokenizer_name,
-        progress=progress,
-    )
+        return None
 
 
 def _slug(s: str) -> str:

@@ -5,6 +5,8 @@ two packages meet, so evidence passages are the same chunks memory units are mad
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..verify.types import Evidence
 from .datastore import Datastore, Hit
 
@@ -15,12 +17,26 @@ def hit_to_evidence(hit: Hit) -> Evidence:
 
 
 class DatastoreEvidence:
-    """Evidence for claims from a retrieval datastore (one passage per article by default)."""
+    """Evidence for claims from a retrieval datastore (one passage per article by default).
 
-    def __init__(self, datastore: Datastore, threshold: float | None = None, dedup_sources: bool = True):
-        self.datastore = datastore
+    `opener` in place of `datastore` is called on the first search instead, so a checker whose
+    every claim comes with its own evidence never loads, or builds, a datastore.
+    """
+
+    def __init__(self, datastore: Datastore | None, threshold: float | None = None, dedup_sources: bool = True,
+                 *, opener: Callable[[], Datastore] | None = None):
+        if (datastore is None) == (opener is None):
+            raise ValueError("give a datastore or an opener, one of the two")
+        self._datastore, self._opener = datastore, opener
         self.threshold = threshold
         self.dedup_sources = dedup_sources
+
+    @property
+    def datastore(self) -> Datastore:
+        """The datastore, opened now on first use if an opener was given."""
+        if self._datastore is None:
+            self._datastore = self._opener()
+        return self._datastore
 
     def search(self, queries: list[str], k: int) -> list[list[Evidence]]:
         if not queries:
