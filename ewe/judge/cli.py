@@ -121,7 +121,7 @@ def add_judge_commands(sub) -> None:
     p.add_argument("--max-new-tokens", type=positive_int, default=48)
     p.add_argument("--max-novel", type=non_negative_int, default=2, help="content words new to the passage allowed")
     p.add_argument("--min-cosine", type=positive_float, default=0.75, help="embedder cosine to the source required")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--threads", type=positive_int, default=2)
     p.set_defaults(func=cmd_paraphrase)
 
