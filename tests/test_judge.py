@@ -599,7 +599,7 @@ def test_the_hand_labelled_model_written_claims_are_well_formed():
     (`ewe judge paraphrase`), each labelled by a reader against the article; training data for
     the judge (`ewe judge data --paraphrases`), so none may come from the hand-labelled test set's articles."""
     from ewe.data import wiki
-    from ewe.judge.paraphrases import read
+    from ewe.judge.data import read
 
     rows = read(Path(D.__file__).parent / "labelled" / "model_written.jsonl")
     assert len(rows) >= 300 and len({r["id"] for r in rows}) == len(rows)

@@ -10,13 +10,11 @@ from ..argtypes import command_group, non_negative_int, positive_float, positive
 
 def cmd_data(args) -> int:
     from ..data import wiki
-    from .data import build, prefixes, write
+    from .data import build, prefixes, read, write
 
     paraphrases = None
     if args.paraphrases:
-        from .paraphrases import read as read_paraphrases
-
-        paraphrases = read_paraphrases(Path(args.paraphrases))
+        paraphrases = read(Path(args.paraphrases))
     examples = build(wiki.summaries(), seed=args.seed, per_article=args.per_article, limit=args.limit,
                      paraphrases=paraphrases, auto_labels=args.auto_labels)
     manifest = write(examples, Path(args.out), args.seed, prefixes(examples, args.seed) if args.prefixes else None)
@@ -72,7 +70,7 @@ def cmd_eval(args) -> int:
 
 def cmd_operating_point(args) -> int:
     from .data import read
-    from .evaluate import make_checker, operating_point, record_operating_point, roc, scored
+    from .evaluate import at_threshold, make_checker, operating_point, record_operating_point, roc, scored
 
     rows = read(Path(args.labelled))
     missing = sorted({r["id"] for r in rows if r.get("split") not in ("validation", "test")})
@@ -82,8 +80,6 @@ def cmd_operating_point(args) -> int:
     fc = make_checker(args.judge)
     items = {s: scored(fc, [r for r in rows if r["split"] == s]) for s in ("validation", "test")}
     point = operating_point(items["validation"], args.false_accept_cost)
-    from .evaluate import at_threshold
-
     report = {"judge": args.judge, "chosen_on": "validation", **{k: point[k] for k in ("threshold", "false_accept_cost")},
               "validation": point, "test": at_threshold(items["test"], point["threshold"]),
               "test_at_0.5": at_threshold(items["test"], 0.5),

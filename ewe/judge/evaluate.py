@@ -37,10 +37,14 @@ def predictions(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
     out = []
     for r in rows:
         t = time.perf_counter()
-        ev = [Evidence(text=wiki.passage(r["topic"]), title=r["topic"], source_id=r["topic"])]
-        check = fc.check_sentence(r["sentence"], context=r.get("context") or None, prompt=r.get("prompt"), evidence=ev)
-        out.append({"row": r, "verdict": check.verdict, "seconds": time.perf_counter() - t})
+        out.append({"row": r, "verdict": check_row(fc, r).verdict, "seconds": time.perf_counter() - t})
     return out
+
+
+def check_row(fc: FactChecker, r: dict):
+    """A labelled sentence checked as the controller checks it, the article its only evidence."""
+    ev = [Evidence(text=wiki.passage(r["topic"]), title=r["topic"], source_id=r["topic"])]
+    return fc.check_sentence(r["sentence"], context=r.get("context") or None, prompt=r.get("prompt"), evidence=ev)
 
 
 def sentence_score(check) -> Optional[float]:
@@ -57,9 +61,7 @@ def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
     for r in rows:
         if r["label"] == NOT_CHECKABLE:
             continue
-        ev = [Evidence(text=wiki.passage(r["topic"]), title=r["topic"], source_id=r["topic"])]
-        check = fc.check_sentence(r["sentence"], context=r.get("context") or None, prompt=r.get("prompt"), evidence=ev)
-        out.append({"row": r, "score": sentence_score(check), "gold": r["label"] == SUPPORTED})
+        out.append({"row": r, "score": sentence_score(check_row(fc, r)), "gold": r["label"] == SUPPORTED})
     return out
 
 

@@ -23,7 +23,6 @@ done.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -206,11 +205,6 @@ def generate(articles: list[Article], out_path: Path, per_article: int = 2, seed
             for row in labeller.label([(t, r, a) for t, (r, a) in zip(texts, pairs)]):
                 log.append(row)
         return summary(log.records())
-
-
-def read(path: Path) -> list[dict]:
-    with Path(path).open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def summary(rows: Iterable[dict]) -> dict:
