@@ -23,9 +23,8 @@ METHODS = {  # name -> (config file, overrides)
     "bare": ("bare.yaml", {}),
     "ra": ("ra.yaml", {}),
     "ewe": ("ewe.yaml", {}),
-    # ewe-rewrite and ewe-text are not here: two fresh processes reproduce them byte for byte, but
-    # inside the full suite ewe-rewrite's sentence records differ (state left by earlier tests, not
-    # yet found), so a recording would fail CI; see issue 30's notes
+    "ewe-rewrite": ("ewe-rewrite.yaml", {}),
+    "ewe-text": ("ewe-text.yaml", {}),
     "flare": ("flare.yaml", {}),
     "streaming-vr": ("streaming-vr.yaml", {}),
     "full-vr": ("full-vr.yaml", {}),
@@ -65,9 +64,18 @@ def run_all(methods=None) -> list[dict]:
     return rows
 
 
+def _has_nan(value) -> bool:
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_nan(v) for v in value)
+    return isinstance(value, float) and value != value
+
+
 def differences(expected: list[dict], got: list[dict]) -> list[str]:
-    """One line per (method, prompt) whose record differs, naming the first differing field."""
-    out = []
+    """One line per (method, prompt) whose record differs, naming the first differing field; a NaN
+    anywhere is named as such (it never equals itself, so it would read as a change)."""
+    out = [f"{g['method']} / {g['prompt']!r}: NaN in {k}" for g in got for k in g if _has_nan(g[k])]
     for e, g in zip(expected, got):
         if e != g:
             field = next((k for k in e if e.get(k) != g.get(k)), "?")

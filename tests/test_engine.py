@@ -194,6 +194,21 @@ def test_sampler():
     assert a[0] == a[1] and len(set(a[0])) > 1
 
 
+def test_entropy_of_banned_tokens_is_that_of_the_rest_not_nan():
+    """A token the controller bans after a dropped sentence has logit -inf: 0 * log 0 counts as 0.
+    A NaN there reached the sentence records (mean_entropy) and never compares equal to itself, so
+    two identical runs of ewe-rewrite / ewe-text looked different to tests/golden.py."""
+    logits = torch.tensor([[0.0, 5.0, 1.0, 2.0], [3.0, 0.0, 0.0, 1.0]])
+    banned = logits.clone()
+    banned[:, 3] = float("-inf")
+    for sampler in (Sampler(), Sampler(0.8, 1.0, seed=2, greedy_rows=1)):
+        _, _, ent = sampler(banned)
+        _, _, expected = Sampler()(logits[:, :3])
+        torch.testing.assert_close(ent, expected)
+    _, _, plain = Sampler()(logits)
+    assert torch.equal(plain, -(torch.log_softmax(logits, -1).exp() * torch.log_softmax(logits, -1)).sum(-1))
+
+
 def _nucleus_by_full_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """The nucleus as the top-p paper defines it: sort the whole vocabulary, keep the smallest
     prefix whose mass reaches top_p, renormalise."""

@@ -23,3 +23,5 @@ def test_the_comparison_sees_a_changed_token_and_ignores_timings():
     assert golden.differences([golden._untimed(record)], [timed_again]) == []
     changed = golden._untimed({**record, "token_ids": [1, 3]})
     assert golden.differences([golden._untimed(record)], [changed]) == ["ewe / 'p': token_ids differs"]
+    nan = golden._untimed({**record, "trace": [{"type": "x", "entropy": float("nan")}]})
+    assert "ewe / 'p': NaN in trace" in golden.differences([golden._untimed(record)], [nan])

@@ -575,6 +575,31 @@ def test_the_operating_point_weighs_false_acceptances_against_false_rejections()
     assert operating_point(_items([0.9], [0.1]), 1.0, thresholds=(0.2, 0.5))["threshold"] == 0.5  # ties: the higher
 
 
+def test_a_repeated_sentence_counts_once_per_article():
+    from ewe.judge.evaluate import distinct
+
+    def item(topic, sentence):
+        return {"row": {"topic": topic, "sentence": sentence}, "gold": True, "score": 0.9}
+
+    items = [item("Ada", "She wrote notes."), item("Ada", "She  wrote notes."), item("Bob", "She wrote notes."),
+             item("Ada", "She wrote code.")]
+    assert distinct(items) == [items[0], items[2], items[3]]
+
+
+def test_bfloat16_autocast_only_where_the_cpu_has_it(monkeypatch):
+    from ewe.judge import model
+
+    monkeypatch.setenv(model.BF16_ENV, "1")
+    assert model.bf16_active("cpu")
+    monkeypatch.setenv(model.BF16_ENV, "0")
+    assert not model.bf16_active("cpu") and not model.bf16_active("cuda")
+    monkeypatch.setenv(model.BF16_ENV, "auto")
+    assert model.bf16_active("cpu") == model._cpu_has_bf16() and model.bf16_active("cuda")
+    monkeypatch.setenv(model.BF16_ENV, "maybe")
+    with pytest.raises(ValueError, match="EWE_JUDGE_BF16"):
+        model.bf16_active("cpu")
+
+
 def test_the_checker_reads_the_recorded_operating_point(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"operating_point": {"threshold": 0.07}}))
     assert JudgeChecker(str(tmp_path)).threshold == 0.07
@@ -594,6 +619,19 @@ def test_generated_sentences_are_split_by_article(tmp_path):
     assert {r["split"] for r in rows} == {split_of("Ada Lovelace")} and split_of("x") in ("validation", "test")
 
 
+def test_claims_of_generated_answers_are_what_the_checker_judges(tmp_path):
+    from ewe.data.generated_sentences import claims
+    from ewe.judge.data import is_held_out
+
+    run = tmp_path / "bare.jsonl"
+    run.write_text(json.dumps({"id": "bio-1", "topic": "Ada Lovelace", "dataset": "bio", "prompt": "Tell me a bio of Ada Lovelace.",
+                               "text": "Ada Lovelace was English. She wrote notes and died in 1852."}) + "\n")
+    rows = claims(run)
+    assert [r["claim"] for r in rows] == ["Ada Lovelace was English.", "Ada Lovelace wrote notes.", "Ada Lovelace died in 1852."]
+    assert [r["id"] for r in rows] == ["bare-bio-1-s0-c0", "bare-bio-1-s1-c0", "bare-bio-1-s1-c1"]
+    assert {r["split"] for r in rows} == {"test" if is_held_out("Ada Lovelace") else "train"}
+
+
 def test_the_hand_labelled_model_written_claims_are_well_formed():
     """ewe/judge/labelled/model_written.jsonl: restatements the embedded model wrote
     (`ewe judge paraphrase`), each labelled by a reader against the article; training data for
@@ -608,6 +646,26 @@ def test_the_hand_labelled_model_written_claims_are_well_formed():
     for r in rows:
         assert r["title"] in wiki.summaries() and r["paraphrase"].strip() and r["note"].strip()
         assert r["split"] == ("test" if D.is_held_out(r["title"]) else "train") and r["title"] not in evaluated
+
+
+def test_the_hand_labelled_claims_from_answers_are_well_formed():
+    """ewe/judge/labelled/answers.jsonl: the checker's claims from the embedded model's own bare
+    and RA answers (`python -m ewe.data.generated_sentences --claims`), each labelled by a reader;
+    training data, so its articles are the judge's train articles, none of the hand-labelled
+    evaluation set's and none of a prompt set the README reports on."""
+    from ewe.data import wiki
+    from ewe.data.prompt_sets import prompt_set
+    from ewe.judge.data import read
+
+    rows = read(Path(D.__file__).parent / "labelled" / "answers.jsonl")
+    assert len(rows) >= 300 and len({r["id"] for r in rows}) == len(rows)
+    assert {r["label"] for r in rows} == {SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE, NOT_CHECKABLE}
+    evaluated = {r["topic"] for r in D.read(Path(__file__).parent / "data" / "judge" / "generated.jsonl")}
+    reported = {p["topic"] for name in ("bio", "objects") for p in prompt_set(name, 300, seed=0)}
+    for r in rows:
+        assert r["topic"] in wiki.summaries() and r["claim"].strip() and r["note"].strip()
+        assert r["split"] == "train" and not D.is_held_out(r["topic"])
+        assert r["topic"] not in evaluated and r["topic"] not in reported
 
 
 def test_the_second_reading_agrees_as_labelling_md_says():

@@ -479,6 +479,10 @@ def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
     assert prompt_person("Tell me a bio of Walt Whitman. Provide as many specific details.") == "Walt Whitman"
     assert prompt_person("Tell me a bio of J. R. R. Tolkien.") == "J. R. R. Tolkien"
     assert prompt_person("Tell me a bio of Leonardo da Vinci, please.") == "Leonardo da Vinci"
+    # a regnal number's period ends the name when a new sentence runs on; an initial's does not
+    assert prompt_person("Tell me a bio of Pope Leo I. Provide as many details.") == "Pope Leo I"
+    assert prompt_person("Tell me a bio of John F. Kennedy. Provide as many details.") == "John F. Kennedy"
+    assert prompt_person("Tell me a bio of Pope John Paul II.") == "Pope John Paul II"
     claims = RuleClaimExtractor().extract("He was a Nobel laureate in Physics.", context="Born in Ulm, Germany, he was bright.",
                                           prompt="Tell me a bio of Albert Einstein.").claims
     assert [c.text for c in claims] == ["Albert Einstein was a Nobel laureate in Physics."]
@@ -556,6 +560,7 @@ def test_coordinated_adjectives_stay_one_claim():
     ("2) He died in 1699", ["Jean Racine died in 1699."]),
     ("Place of birth: La Ferté-Milon", ["Jean Racine's place of birth is La Ferté-Milon."]),
     ("In 1677: he left the theatre", ["In 1677: he left the theatre."]),  # a sentence with a colon, not a field
+    ("* Tragedies: These are his best-known plays", ["Tragedies are his best-known plays."]),  # the value is about the label
 ])
 def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     from ewe.verify.claims import RuleClaimExtractor

@@ -5,6 +5,10 @@
 labelled set holds it (`ewe.verify.text.split_sentences`, the answer's text before it as context),
 with `label` and `note` empty and `split` set by article: `validation` (the judge's operating
 point is chosen there) or `test` (its figures are reported there), never both for one article.
+
+With `--claims` it writes one row per claim the checker would judge (the rule splitter's, pronouns
+resolved from the answer so far), for training data (ewe/judge/labelled/answers.jsonl): `split`
+is then the judge data's article split (train, or test for its held-out articles).
 """
 from __future__ import annotations
 
@@ -39,16 +43,32 @@ def sentences(run_path: Path, method: Optional[str] = None) -> list[dict]:
     return out
 
 
+def claims(run_path: Path, method: Optional[str] = None) -> list[dict]:
+    """One row per claim of each sentence, as the loop's checker extracts it."""
+    from ..judge.data import is_held_out
+    from ..verify.claims import RuleClaimExtractor
+
+    extractor = RuleClaimExtractor()
+    out = []
+    for row in sentences(run_path, method):
+        found = extractor.extract(row["sentence"], context=row["context"] or None, prompt=row["prompt"]).claims
+        for j, c in enumerate(found):
+            out.append({**row, "id": f"{row['id']}-c{j}", "claim": c.text,
+                        "split": "test" if is_held_out(row["topic"]) else "train"})
+    return out
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", help="`ewe run` output files; the method is each file's stem")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--claims", action="store_true", help="one row per claim the checker judges (training data)")
     args = ap.parse_args(argv)
-    rows = [r for p in args.runs for r in sentences(Path(p))]
+    rows = [r for p in args.runs for r in (claims if args.claims else sentences)(Path(p))]
     from ..files import write_jsonl
 
     write_jsonl(args.out, rows)
-    print(f"{len(rows)} sentences -> {args.out}")
+    print(f"{len(rows)} {'claims' if args.claims else 'sentences'} -> {args.out}")
 
 
 if __name__ == "__main__":

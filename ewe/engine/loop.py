@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .sampling import Sampler
+from .sampling import Sampler, entropy
 from .session import DecodingSession
 
 
@@ -220,7 +220,7 @@ class TokenLoop:
         else:
             for tok in action.tokens:
                 logprobs = torch.log_softmax(logits[0].float(), dim=-1)
-                rec.extend([tok], [logprobs[tok].item()], [-(logprobs.exp() * logprobs).sum().item()])
+                rec.extend([tok], [logprobs[tok].item()], [entropy(logprobs).item()])
                 logits = self._forward(lambda: self.session.step(torch.tensor([tok])))
         if action.end:
             rec.finish(complete=True)

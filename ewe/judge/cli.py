@@ -14,7 +14,7 @@ def cmd_data(args) -> int:
 
     paraphrases = None
     if args.paraphrases:
-        paraphrases = read(Path(args.paraphrases))
+        paraphrases = [row for path in args.paraphrases for row in read(Path(path))]
     examples = build(wiki.summaries(), seed=args.seed, per_article=args.per_article, limit=args.limit,
                      paraphrases=paraphrases, auto_labels=args.auto_labels)
     manifest = write(examples, Path(args.out), args.seed, prefixes(examples, args.seed) if args.prefixes else None)
@@ -70,7 +70,7 @@ def cmd_eval(args) -> int:
 
 def cmd_operating_point(args) -> int:
     from .data import read
-    from .evaluate import at_threshold, make_checker, operating_point, record_operating_point, roc, scored
+    from .evaluate import at_threshold, distinct, make_checker, operating_point, record_operating_point, roc, scored
 
     rows = read(Path(args.labelled))
     missing = sorted({r["id"] for r in rows if r.get("split") not in ("validation", "test")})
@@ -78,9 +78,11 @@ def cmd_operating_point(args) -> int:
         raise SystemExit(f"{args.labelled}: {len(missing)} rows without split validation/test (first: {missing[0]}); "
                          "`python -m ewe.data.generated_sentences` writes it")
     fc = make_checker(args.judge)
-    items = {s: scored(fc, [r for r in rows if r["split"] == s]) for s in ("validation", "test")}
+    every = {s: scored(fc, [r for r in rows if r["split"] == s]) for s in ("validation", "test")}
+    items = {s: v if args.every_occurrence else distinct(v) for s, v in every.items()}
     point = operating_point(items["validation"], args.false_accept_cost)
-    report = {"judge": args.judge, "chosen_on": "validation", **{k: point[k] for k in ("threshold", "false_accept_cost")},
+    report = {"judge": args.judge, "chosen_on": "validation", "sentences": "every occurrence" if args.every_occurrence
+              else "distinct", **{k: point[k] for k in ("threshold", "false_accept_cost")},
               "validation": point, "test": at_threshold(items["test"], point["threshold"]),
               "test_at_0.5": at_threshold(items["test"], 0.5),
               "roc": {s: roc(v) for s, v in items.items()}}
@@ -101,9 +103,9 @@ def add_judge_commands(sub) -> None:
     d.add_argument("--per-article", type=positive_int, default=8, help="supported claims drawn per article (x2 altered)")
     d.add_argument("--limit", type=positive_int, help="only the first N articles (by title)")
     d.add_argument("--no-prefixes", dest="prefixes", action="store_false", help="skip prefixes.jsonl")
-    d.add_argument("--paraphrases", help="model-written restatements (`ewe judge paraphrase`; the shipped hand-labelled "
-                   "ones: ewe/judge/labelled/model_written.jsonl): those with a reader's label, and their contrasts, "
-                   "join the data")
+    d.add_argument("--paraphrases", nargs="+", help="model-written restatements (`ewe judge paraphrase`; the shipped "
+                   "hand-labelled ones: ewe/judge/labelled/model_written.jsonl) or claims from answers "
+                   "(ewe/judge/labelled/answers.jsonl): those with a reader's label, and their contrasts, join the data")
     d.add_argument("--auto-labels", action="store_true",
                    help="also take the restatements the consistency filter kept as supported (noisy: see docs/JUDGE.md)")
     d.set_defaults(func=cmd_data)
@@ -129,8 +131,9 @@ def add_judge_commands(sub) -> None:
     t.add_argument("--trained-layers", type=positive_int, default=6, help="top layers trained (6: all, the shipped design)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
     t.add_argument("--no-bf16", dest="bf16", action="store_false",
-                   help="float32 matrix products (bfloat16 autocast is ~6x slower than float32 on a CPU without "
-                   "AVX-512 BF16; with it ~1.7x faster); the judge then also checks in float32")
+                   help="float32 matrix products always (by default bfloat16 autocast runs where the CPU has "
+                   "AVX-512, ~1.7x faster, and float32 elsewhere, where bfloat16 is emulated and ~6x slower; "
+                   "EWE_JUDGE_BF16=1/0 forces it)")
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument("--epochs", type=positive_int, default=1)
     t.add_argument("--batch-size", type=positive_int, default=16)
@@ -157,6 +160,8 @@ def add_judge_commands(sub) -> None:
     o.add_argument("--false-accept-cost", type=positive_float, default=1.0,
                    help="the rate of wrong sentences kept, weighed against the rate of true ones rejected (a "
                    "backtrack and a candidate round each); 1: the best balanced accuracy")
+    o.add_argument("--every-occurrence", action="store_true", help="count a sentence an answer repeats at each "
+                   "occurrence (by default each article's sentence counts once)")
     o.add_argument("--roc", action="store_true", help="also print the ROC of both splits")
     o.add_argument("--record", action="store_true", help="write the point into the judge's manifest: the checker's "
                    "threshold when checker.judge_threshold is null")

@@ -418,7 +418,8 @@ class Builder:
 def build(summaries: dict, seed: int = 0, per_article: int = 8, limit: Optional[int] = None,
           paraphrases: Optional[list[dict]] = None, auto_labels: bool = False) -> list[Example]:
     """Every article's examples, train and test (held-out articles) together, in title order;
-    then the model-written restatements (`ewe judge paraphrase`) with their contrasts: those a
+    then the model-written restatements (`ewe judge paraphrase`) and claims from the generator's
+    answers (`python -m ewe.data.generated_sentences --claims`) with their contrasts: those a
     reader labelled (a row's "label"), and with `auto_labels` also those the consistency filter
     kept (hand-read, 47 of 69 of those were supported: off by default)."""
     articles = load_articles(summaries)
@@ -431,10 +432,12 @@ def build(summaries: dict, seed: int = 0, per_article: int = 8, limit: Optional[
     if paraphrases:
         by_title = {a.title: a for a in articles}
         for row in paraphrases:
-            art = by_title.get(row["title"])
+            art = by_title.get(row.get("title") or row.get("topic"))
             label = row.get("label") or (SUPPORTED if auto_labels and row.get("kept") else None)
             if art is not None and label in (SUPPORTED, UNSUPPORTED, NOT_ENOUGH_EVIDENCE):
-                out += builder.model_written(art, row["paraphrase"], row["sentence_index"], row["id"], label)
+                # a restatement names its source sentence; a claim from an answer has none (-1)
+                text = row.get("paraphrase") or row["claim"]
+                out += builder.model_written(art, text, row.get("sentence_index", -1), row["id"], label)
         out = balance_model_written(out, seed)
     return out
 

@@ -65,6 +65,18 @@ def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
     return out
 
 
+def distinct(items: list[dict]) -> list[dict]:
+    """Each (article, sentence) once: an answer that repeats a sentence (RA's do) would otherwise
+    weigh it two or three times, and one article's repeats would sway a split's figure."""
+    seen, out = set(), []
+    for i in items:
+        key = (i["row"]["topic"], " ".join(i["row"]["sentence"].split()))
+        if key not in seen:
+            seen.add(key)
+            out.append(i)
+    return out
+
+
 def at_threshold(items: list[dict], threshold: float) -> dict:
     """Supported sentences kept, the others rejected, and their mean, when a sentence passes above
     `threshold` (a sentence with no claim never passes)."""

@@ -13,7 +13,9 @@ part is the embedded package's, checked by the hash in the manifest.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -36,7 +38,33 @@ class JudgeSpec:
     max_claim_tokens: int = 64
     max_passage_tokens: int = 96  # longer passages are cut into windows of whole sentences
     claim_only: bool = False  # the leak detector: the passage is hidden
-    bf16: bool = True  # matrix products in bfloat16 (torch autocast), in training and in checking alike
+    bf16: bool = True  # matrix products in bfloat16 (torch autocast) where the hardware has it (bf16_active)
+
+
+BF16_ENV = "EWE_JUDGE_BF16"
+
+
+def bf16_active(device: str = "cpu") -> bool:
+    """Whether bfloat16 autocast pays here. On a CPU with AVX-512 it is about 1.7x faster than
+    float32; on one with AVX2 only (no native bfloat16) torch emulates it, about 6x *slower*
+    (docs/JUDGE.md), so there the judge runs in float32. EWE_JUDGE_BF16=1 or 0 forces either
+    (to reproduce another machine's scores to the last digit)."""
+    forced = os.environ.get(BF16_ENV, "").strip().lower()
+    if forced in ("1", "true", "yes", "on"):
+        return True
+    if forced in ("0", "false", "no", "off"):
+        return False
+    if forced not in ("", "auto"):
+        raise ValueError(f"{BF16_ENV}={forced!r}: use 1, 0 or auto")
+    return device != "cpu" or _cpu_has_bf16()
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_has_bf16() -> bool:
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 class JudgeModel(nn.Module):
@@ -89,10 +117,11 @@ class JudgeModel(nn.Module):
         return create_bidirectional_mask(config=self.bert.config, inputs_embeds=hidden, attention_mask=mask)
 
     def precision(self):
-        """bfloat16 autocast where the spec asks for it (about 1.7x faster on this CPU), else nothing."""
-        if not self.spec.bf16:
+        """bfloat16 autocast where the spec asks for it and `bf16_active` allows it, else nothing."""
+        device = next(self.parameters()).device.type
+        if not (self.spec.bf16 and bf16_active(device)):
             return contextlib.nullcontext()
-        return torch.autocast(device_type=next(self.parameters()).device.type, dtype=torch.bfloat16)
+        return torch.autocast(device_type=device, dtype=torch.bfloat16)
 
     def lower(self, ids: torch.Tensor, mask: torch.Tensor, segment: int) -> torch.Tensor:
         """(B, L, H) states after the embeddings and the first `split` layers of one text."""

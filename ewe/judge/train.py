@@ -42,7 +42,7 @@ class TrainConfig:
     max_test: Optional[int] = None
     threads: int = 2
     checkpoint_every: int = 200
-    save_dtype: str = "bfloat16"  # the shipped weights' dtype (bfloat16 halves them; checks run in bf16 anyway)
+    save_dtype: str = "bfloat16"  # the shipped weights' dtype (bfloat16 halves them)
     init: Optional[str] = None  # a trained judge (name or folder) to start from, same spec: continued training
 
 

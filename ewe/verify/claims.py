@@ -66,13 +66,28 @@ def prompt_person(prompt: Optional[str]) -> Optional[str]:
         if not w[:1].isupper():
             break
         if _INITIAL.match(w):
-            out.append(w)
-            continue
+            if _name_goes_on(words[i + 1:]):
+                out.append(w)
+                continue
+            out.append(w[:-1])  # "Pope Leo I. Provide as many ...": the period ends the name
+            break
         core = w.rstrip(".,;:?!)")
         out.append(core)
         if core != w:
             break  # punctuation ends the name
     return " ".join(out) or None
+
+
+def _name_goes_on(rest: list[str]) -> bool:
+    """After an initial ("John F."), whether the name goes on: its capitalized words run to
+    punctuation or to the end ("Kennedy."), where a new sentence runs on into lowercase words
+    ("Provide as many ...")."""
+    for w in rest:
+        if not w[:1].isupper():
+            return False
+        if w.rstrip(".,;:?!)") != w and not _INITIAL.match(w):
+            return True
+    return bool(rest)
 
 
 LEADING_NON_SUBJECT = {

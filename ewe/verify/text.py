@@ -232,6 +232,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\(?\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__")
 _FIELD = re.compile(r"^(?P<label>[A-Z][\w'’ -]{0,40}?)\s*:\s*(?P<value>\S.*)$")
 _CLAUSE_WORDS = {"that", "is", "was", "are", "were", "he", "she", "it", "they", "i", "we", "you", "this", "these"}
+_LABEL_PRONOUNS = {"these", "this", "they", "it"}  # a value that is a sentence about the label itself
 _PARTICIPLE_LABELS = {"born", "died", "known", "buried", "educated", "married", "founded", "built", "awarded"}
 
 
@@ -252,4 +253,7 @@ def as_statement(line: str, subject: str | None) -> str:
         return text  # "In 1903: ...", "Note that: ...": a sentence with a colon, not a field
     if words[0] in _PARTICIPLE_LABELS:
         return f"{subject} was {' '.join(words)} {value}."
+    first = value.split(maxsplit=1)
+    if len(first) == 2 and first[0].lower() in _LABEL_PRONOUNS:
+        return f"{label} {first[1]}."  # "Power plants: These are the sources ..." -> "Power plants are the sources ..."
     return f"{subject}'s {' '.join(words)} is {value}."
