@@ -61,10 +61,8 @@ def bf16_active(device: str = "cpu") -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _cpu_has_bf16() -> bool:
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
+    """torch's own dispatch level: "AVX512" (or better) where its bfloat16 kernels run natively."""
+    return torch.backends.cpu.get_cpu_capability().upper().startswith(("AVX512", "AMX"))
 
 
 class JudgeModel(nn.Module):
