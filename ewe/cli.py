@@ -32,9 +32,13 @@ def _choices(section: str, key: str) -> list[str]:
     return literals(section_type.model_fields[key].annotation)
 
 
-def _add_model_options(p: argparse.ArgumentParser) -> None:
+def _add_model_options(p: argparse.ArgumentParser, several_configs: bool = False) -> None:
     g = p.add_argument_group("model and memory")
-    g.add_argument("--config", help="YAML configuration (see configs/)")
+    if several_configs:
+        g.add_argument("--config", action="append", help="YAML configuration (see configs/); repeat it to run "
+                       "several on the same prompts, the first being the baseline of every ratio")
+    else:
+        g.add_argument("--config", help="YAML configuration (see configs/)")
     g.add_argument("--model", dest="model.name", help='"embedded" (default), a local folder or a hub id')
     g.add_argument("--dtype", dest="model.dtype", choices=_choices("model", "dtype"))
     g.add_argument("--attention-impl", dest="model.attention_impl", choices=_choices("model", "attention_impl"))
@@ -70,7 +74,8 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="any configuration value, e.g. --set controller.max_retries=1 (YAML syntax; repeatable)")
 
 
-def _overrides(args) -> dict:
+def config_overrides(args) -> dict:
+    """The dotted settings a command's options give (`--top-k 3`, `--set controller.max_retries=1`)."""
     import yaml
 
     from .config import EWEConfig
@@ -103,7 +108,7 @@ def _load_ewe(args):
     it something (checker.extractor or backend llm_judge): the judge and the rules need none."""
     from .api import EWE
 
-    return EWE.from_config(args.config, load_model=getattr(args, "command", None) != "check", **_overrides(args))
+    return EWE.from_config(args.config, load_model=getattr(args, "command", None) != "check", **config_overrides(args))
 
 
 def cmd_generate(args) -> int:
@@ -167,7 +172,7 @@ def cmd_run(args) -> int:
             from .config import EWEConfig
             from .ray_pool import RayPool
 
-            config = EWEConfig.from_yaml(args.config, **_overrides(args))  # what _load_ewe would load
+            config = EWEConfig.from_yaml(args.config, **config_overrides(args))  # what _load_ewe would load
             with RayPool(args.ray, args.ray_workers) as pool:
                 summary = run(pool.use(config), Path(args.input), Path(args.output), force=args.force,
                               show_trace=args.show_trace, rows=rows)

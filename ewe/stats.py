@@ -76,7 +76,14 @@ class ControlledStats(_Stats):
     rewrite_s: float  # decoding candidate rewrites
     total_s: float
     prefill_s: float
-    decode_s: float
+    decode_s: float  # sampling and the forward pass of each sampled token (the main answer's)
+    backtrack_s: float  # cropping the cache and re-feeding restored tokens after a Rewind
+    repeats_s: float  # whether a sentence adds a claim beyond the answer so far
+    check_candidates_s: float  # of check_s: the candidate rewrites' checks
+    check_extract_s: float  # of check_s: claim extraction
+    check_search_s: float  # of check_s: evidence search
+    check_judge_s: float  # of check_s: subject binding and the judge
+    other_s: float  # the rest of total_s: the controller's own bookkeeping (sentences, schedules, trace)
 
 
 @dataclass(eq=False, repr=False)
@@ -141,3 +148,41 @@ class A2RStats(_Stats):
     assess_s: float
     feedback_s: float
     total_s: float
+
+
+# The parts of an answer's wall time, as (label, seconds) from its stats: they add up to total_s
+# (ControlledStats measures "other", the controller's bookkeeping; PlainStats has none). Checks
+# are split into those at pauses and the candidates' (with the decoding of candidates: a round).
+_PARTS = {
+    "controlled": (("prefill", ("prefill_s",)), ("decode", ("decode_s",)), ("backtracks", ("backtrack_s",)),
+                   ("memory encoding", ("encode_s",)), ("retrieval", ("retrieve_s",)),
+                   ("checks", ("check_s", "-check_candidates_s")), ("repeats", ("repeats_s",)),
+                   ("candidate rounds", ("rewrite_s", "check_candidates_s")), ("other", ("other_s",))),
+    "plain": (("retrieval + encoding", ("retrieve_encode_s",)), ("prefill", ("prefill_s",)),
+              ("decode", ("decode_s",))),
+}
+CHECK_PARTS = (("claim extraction", "check_extract_s"), ("evidence search", "check_search_s"),
+               ("judge", "check_judge_s"))
+
+
+def time_parts(stats: Mapping) -> dict[str, float] | None:
+    """An answer's wall time by part, in seconds ({label: seconds}); None for stats that do not
+    break it down (methods other than plain decoding and the controller, older results)."""
+    kind = "controlled" if "backtrack_s" in stats else "plain" if "retrieve_encode_s" in stats else None
+    if kind is None:
+        return None
+    out = {}
+    for label, keys in _PARTS[kind]:
+        out[label] = sum(-(stats.get(k[1:]) or 0.0) if k.startswith("-") else (stats.get(k) or 0.0) for k in keys)
+    return out
+
+
+def decode_step_s(stats: Mapping) -> float | None:
+    """Seconds per decoded token of the answer itself: the unit of "decode-step equivalents"."""
+    tokens = stats.get("decoded_tokens", stats.get("new_tokens")) or 0
+    return stats["decode_s"] / tokens if tokens and stats.get("decode_s") else None
+
+
+def in_decode_steps(parts: dict[str, float], step_s: float | None) -> dict[str, float | None]:
+    """Each part's seconds as the number of decode steps it would buy."""
+    return {k: (v / step_s if step_s else None) for k, v in parts.items()}

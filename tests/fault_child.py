@@ -41,7 +41,7 @@ def patch_run(setattr=setattr) -> None:
     checker = ScriptedChecker(false={B_WRONG})
 
     def load(args):
-        cfg = EWEConfig.from_yaml(args.config, **cli._overrides(args))
+        cfg = EWEConfig.from_yaml(args.config, **cli.config_overrides(args))
         return EWE(model, tiny_tokenizer(), cfg, fact_checker=checker)
 
     setattr(cli, "_load_ewe", load)

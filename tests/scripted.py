@@ -38,6 +38,8 @@ class ScriptedLM(LlamaForCausalLM):
             states[key] = [({}, int(position_ids[b, -1])) for b in range(input_ids.shape[0])]
         elif key not in states:
             states[key] = [(dict(seq), end) for seq, end in self._last[:1]]
+        if past_key_values is not None and past_key_values.__dict__.get("_scripted_key") != key:
+            _follow_row_selection(past_key_values, states, key)
         rows = states[key]
         self._last = rows
         while len(rows) < input_ids.shape[0]:  # the rows were repeated (candidates sharing a prefix)
@@ -62,6 +64,18 @@ class ScriptedLM(LlamaForCausalLM):
             out.logits[b, -1, :] = _logits(choice, vocab)
         self.seq, self.prompt_end = rows[0]
         return out
+
+
+def _follow_row_selection(cache, states: dict, key: int) -> None:
+    """When rows leave the batch (the loop drops stopped rows from the cache), drop their script
+    states too, so each remaining row keeps following its own tokens."""
+    select = type(cache).batch_select_indices.__get__(cache)  # not a copied cache's patch (branches deep-copy)
+
+    def select_and_follow(indices):
+        select(indices)
+        states[key] = [states[key][i] for i in indices.tolist()]
+
+    cache.batch_select_indices, cache._scripted_key = select_and_follow, key
 
 
 def _logits(choice, vocab: int) -> torch.Tensor:

@@ -118,7 +118,7 @@ def cli_ewe(ewe, monkeypatch):
     from ewe import EWE
 
     def load(args):  # the tiny model, configured as the command line says
-        loaded = EWE(ewe.model, ewe.tokenizer, EWEConfig.build(ewe.config.model_dump(), **cli._overrides(args)))
+        loaded = EWE(ewe.model, ewe.tokenizer, EWEConfig.build(ewe.config.model_dump(), **cli.config_overrides(args)))
         loaded.generate = ewe.generate if "generate" in vars(ewe) else loaded.generate
         return loaded
 

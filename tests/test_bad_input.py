@@ -286,10 +286,10 @@ def test_a_missing_model_folder_is_named(capsys):
 
 def test_set_reaches_top_level_settings(capsys):
     args = cli.build_parser().parse_args(["generate", "--set", "method=cove", "hi"])
-    assert cli._overrides(args) == {"method": "cove"}
+    assert cli.config_overrides(args) == {"method": "cove"}
     args = cli.build_parser().parse_args(["generate", "--set", "nosuchkey=1", "hi"])
     with pytest.raises(SystemExit, match="SECTION.KEY=VALUE"):
-        cli._overrides(args)
+        cli.config_overrides(args)
 
 
 def test_a_non_utf8_input_names_the_file_and_line(tmp_path):
@@ -478,13 +478,13 @@ def test_set_of_a_section_as_a_mapping_sets_keys_not_the_whole_section():
     """--set memory={unit_tokens: 64} replaced the memory section, so the --config file's other memory
     settings fell back to their defaults without a word."""
     args = cli.build_parser().parse_args(["generate", "--set", "memory={unit_tokens: 64}", "hi"])
-    assert cli._overrides(args) == {"memory.unit_tokens": 64}
+    assert cli.config_overrides(args) == {"memory.unit_tokens": 64}
 
 
 def test_set_value_yaml_cannot_read_is_named_and_shortened():
     args = cli.build_parser().parse_args(["generate", "--set", "decoding.seed=" + "9" * 100_000, "hi"])
     with pytest.raises(SystemExit, match=r"--set 'decoding\.seed=9+' \(\.\.\. 100014 characters\): the value is not valid YAML") as e:
-        cli._overrides(args)
+        cli.config_overrides(args)
     assert len(str(e.value)) < 600
 
 

@@ -45,7 +45,7 @@ def tiny_cli(base, monkeypatch):
     """`ewe` commands load the tiny model, configured as their options say."""
 
     def load(args):
-        return EWE(base.model, base.tokenizer, EWEConfig.build(base.config.model_dump(), **cli._overrides(args)))
+        return EWE(base.model, base.tokenizer, EWEConfig.build(base.config.model_dump(), **cli.config_overrides(args)))
 
     monkeypatch.setattr(cli, "_load_ewe", load)
     return load
@@ -70,7 +70,7 @@ def test_decode_refuses_runs_of_unequal_counts(base, monkeypatch, capsys):
     """A run that stops early (here: ewe's, made to return one token short) fails the command."""
 
     def load(args):
-        ewe = EWE(base.model, base.tokenizer, EWEConfig.build(base.config.model_dump(), **cli._overrides(args)))
+        ewe = EWE(base.model, base.tokenizer, EWEConfig.build(base.config.model_dump(), **cli.config_overrides(args)))
         real = ewe.generate
 
         def short(prompt, **kw):
@@ -200,7 +200,7 @@ def test_run_compares_methods_on_the_same_prompts(tmp_path, monkeypatch, capsys)
     store, checker = FakeDatastore(), ScriptedChecker(false={B_WRONG})
 
     def load(args):
-        cfg = EWEConfig.from_yaml(args.config, **cli._overrides(args))
+        cfg = EWEConfig.from_yaml(args.config, **cli.config_overrides(args))
         return EWE(model, tiny_tokenizer(), cfg, datastore=store, fact_checker=checker)
 
     monkeypatch.setattr(cli, "_load_ewe", load)
@@ -217,3 +217,37 @@ def test_run_compares_methods_on_the_same_prompts(tmp_path, monkeypatch, capsys)
     assert r["prompts"] == 2 and all(len(v) == 2 for v in r["rows"].values())  # the same prompts for each method
     assert r["summary"]["ewe"]["backtracks"] >= 1
     assert "same prompts" in out
+
+
+def test_run_compares_several_configurations_with_the_first_as_baseline(tmp_path, monkeypatch, capsys):
+    """`--config A --config B`: each file is a method named by it, the first the baseline; the second
+    shares the first's model, datastore and checker; each method's time is broken down."""
+    common = {"memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+              "retrieval": {"source": "fake", "top_k": 1}}
+    ra, ewe_cfg = tmp_path / "ra-1.yaml", tmp_path / "checked.yaml"
+    ra.write_text(yaml.safe_dump({**common, "retrieval": {**common["retrieval"], "placement": "prompt"}}))
+    ewe_cfg.write_text(yaml.safe_dump({**common, "controller": {"verify_trigger": "interval", "verify_interval": 4}}))
+    model = scripted_model(text_script(corrected_by_feedback(needs=2)))
+    store, checker = FakeDatastore(), ScriptedChecker(false={B_WRONG})
+    loads = []
+
+    def load(args):
+        loads.append(args.config)
+        cfg = EWEConfig.from_yaml(args.config, **cli.config_overrides(args))
+        return EWE(model, tiny_tokenizer(), cfg, datastore=store, fact_checker=checker)
+
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    report = tmp_path / "r.json"
+    assert cli.main(["bench", "run", "--config", str(ra), "--config", str(ewe_cfg), "--limit", "2",
+                     "--json", str(report)]) == 0
+    assert loads == [str(ra)]  # the second configuration reuses what the first loaded
+    out = capsys.readouterr().out
+    table = rows(out, "ra-1 checked")
+    assert set(table) == {"ra-1", "checked"} and table["ra-1"][2] == "1.00"
+    r = json.loads(report.read_text())
+    assert r["baseline"] == "ra-1" and r["summary"]["checked"]["backtracks"] >= 1
+    parts = r["summary"]["checked"]["time_parts"]
+    assert {"decode", "checks", "candidate rounds", "backtracks"} <= set(parts["seconds"])
+    assert parts["decode_steps"]["decode"] == pytest.approx(parts["seconds"]["decode"] / parts["decode_step_s"])
+    assert "where the time goes" in out and re.search(r"checked: prefill [\d.]+ s \(\d+\)", out)
+    assert "target: checked wall time per prompt <= 1.5x ra-1" in out

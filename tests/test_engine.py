@@ -250,3 +250,37 @@ def test_session_crop_keeps_a_prefix_without_running_the_model():
     assert torch.allclose(logits, fresh.prefill(ids), atol=1e-5)
     with pytest.raises(ValueError, match="crop length"):
         s.crop(s.length + 1)
+
+
+def test_rows_leaving_a_batch_decode_what_the_rectangular_batch_decodes(model):
+    """The loop drops a stopped row from the batch (cache, positions, left padding, its memory):
+    every row writes the tokens, and gets the log-probs, that the reference, where stopped rows
+    stay in the batch fed a stop token, gives it. Rows of different lengths and memories."""
+    from ewe.engine import Hook, Stop, TokenLoop
+
+    tok = tiny_tokenizer()
+    units = UnitEncoder(model, tok, M).encode(PASSAGES)
+    rows = [[units[0], units[1]], [units[2]], [], [units[1]]]
+    prompts = [prompt_ids(t) for t in ("Tell me a bio of Marie Curie, the physicist.", "Paris?", "Hi.", "Who?")]
+    width = max(p.shape[1] for p in prompts)
+    ids = torch.full((len(prompts), width), tok.pad_token_id)
+    valid = torch.zeros(len(prompts), width, dtype=torch.long)
+    for r, x in enumerate(prompts):
+        ids[r, width - x.shape[1]:] = x[0]
+        valid[r, width - x.shape[1]:] = 1
+
+    class StopAfter(Hook):  # row r stops after lengths[r] tokens, as a candidate stops at its sentence's end
+        def on_token(self, loop, row, token, completed):
+            return Stop("enough") if len(loop.records[row].tokens) >= (3, 9, 5, 12)[row] else None
+
+    def generate(compact):
+        session = DecodingSession(model, MemoryState.from_rows(rows), M, "fused")
+        loop = TokenLoop(session, Sampler(0.8, seed=3, greedy_rows=1), set(), 12, hook=StopAfter(), compact=compact)
+        return loop.run(ids, valid), session
+
+    (compacted, session), (reference, _) = generate(True), generate(False)
+    assert [len(c.token_ids) for c in compacted] == [3, 9, 5, 12]
+    assert session.tokens.shape[0] == 1  # only the longest row was left at the end
+    for c, r in zip(compacted, reference):
+        assert c.token_ids == r.token_ids
+        torch.testing.assert_close(torch.tensor(c.logprobs), torch.tensor(r.logprobs), atol=1e-4, rtol=1e-4)

@@ -1,6 +1,7 @@
 """The evaluation report: tables, CSV, plots, HTML page and claim audit from tiny fake runs."""
 import csv
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -309,3 +310,7 @@ def test_eval_run_carries_the_checkers_sentence_records_into_jsonl_details_and_p
     assert '<span class="verdict">unsupported</span>' in checked_part
     assert "checker: none, this method checks nothing while it writes" in plain_part
     assert plain_part.count('<span class="tag">checker</span> none</div>') == 2 and "not checked" not in plain_part
+    # each response's wall time by part (issue 31): the checked method's in decode steps, checks among them
+    assert details["stats"]["time_parts"]["seconds"]["checks"] >= 0
+    assert re.search(r"<b>Time:</b> [\d.]+ s: \w[\w ]* [\d.]+ s \(\d+ decode steps\)", checked_part)
+    assert re.search(r"<b>Time:</b> [\d.]+ s: ", plain_part)

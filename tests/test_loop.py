@@ -47,6 +47,10 @@ class ScriptSession:
             row += new
         return self._logits()
 
+    def select_rows(self, rows):
+        self.calls.append(("select_rows", rows))
+        self.rows = [self.rows[r] for r in rows]
+
     def truncate(self, length):
         self.calls.append(("truncate", length))
         self.rows = [r[:length] for r in self.rows]
@@ -85,7 +89,7 @@ def test_stops_at_the_length_without_a_wasted_forward_pass():
     assert [c[0] for c in session.calls] == ["prefill"] + ["step"] * 4  # the 5th token is never fed
 
 
-def test_a_batch_row_that_stopped_is_fed_the_stop_token_and_does_not_grow():
+def test_a_batch_row_that_stopped_leaves_the_batch_and_does_not_grow():
     def script(row):
         return EOS if row[0] == 1 and len(row) >= 4 else 1 + (len(row) - 2) % (V - 1)
 
@@ -94,7 +98,26 @@ def test_a_batch_row_that_stopped_is_fed_the_stop_token_and_does_not_grow():
     a, b = TokenLoop(session, Sampler(), {EOS}, 5).run(ids)
     assert (a.token_ids, a.finish_reason) == ([1, 2], "eos")
     assert (b.token_ids, b.finish_reason) == ([1, 2, 3, 4, 5], "length")
-    assert [c[1][0] for c in session.calls if c[0] == "step"][2:] == [EOS, EOS]
+    steps = [c for c in session.calls if c[0] in ("step", "select_rows")]
+    # two steps of both rows; the first row ends at EOS and leaves; the second goes on alone
+    assert steps == [("step", [1, 1]), ("step", [2, 2]), ("select_rows", [1]), ("step", [3]), ("step", [4])]
+
+
+def test_a_row_that_leaves_the_batch_does_not_change_what_the_others_sample():
+    """Sampling sees every row (a stopped one as a placeholder), so each row draws the same random
+    numbers whether another row stops early or writes on: the others' tokens are the same."""
+    def script(ends: bool):
+        def next_token(row):
+            if row[0] == 1 and ends and len(row) >= 4:
+                return EOS
+            return 1 + (len(row) + row[0]) % (V - 1)
+        return next_token
+
+    ids = torch.tensor([[1, 9], [2, 9], [3, 9]])
+    leaves = TokenLoop(ScriptSession(script(True)), Sampler(1.0, seed=5), {EOS}, 8).run(ids)
+    stays = TokenLoop(ScriptSession(script(False)), Sampler(1.0, seed=5), {EOS}, 8).run(ids)
+    assert leaves[0].finish_reason == "eos" and len(leaves[0].token_ids) < len(stays[0].token_ids) == 8
+    assert [c.token_ids for c in leaves[1:]] == [c.token_ids for c in stays[1:]]
 
 
 class RewindOnce(Hook):

@@ -75,6 +75,36 @@ def test_negated_and_changed_claims_are_new(redundancy):
     assert said == [None, None]
 
 
+class AlwaysEntails:
+    """A judge that finds every premise entails every hypothesis, and records what it was asked."""
+
+    def __init__(self):
+        self.asked = []
+
+    def probabilities(self, claims, passages):
+        import torch
+
+        self.asked += list(zip(claims, passages))
+        return torch.tensor([[0.99, 0.01, 0.0]] * len(claims))
+
+
+def test_the_subjects_name_alone_never_sends_two_claims_to_the_judge():
+    """Every claim of a bio holds the subject's name: sharing it is no sign of a restatement. A
+    claim that shares nothing else (no other word, no number) with the answer so far is new
+    without asking the judge (which once found "her father loved mathematics" to entail "she was
+    born into a family of mathematicians", and the answer ended there); one sharing a word is asked."""
+    judge = AlwaysEntails()
+    r = Redundancy(judge)
+    earlier = ["Ada Lovelace's father was a wealthy merchant who loved mathematics."]
+    new = ["Ada Lovelace was born into a family of mathematicians.", "Ada Lovelace studied mathematics in London."]
+    said = r.novel(new, earlier, subject="Ada Lovelace")
+    assert said[0] is None and said[1] is not None
+    assert [c for c, _ in judge.asked] == [new[1]]
+    assert r.novel(new[:1], earlier)[0] is not None  # without the subject the name is a shared word
+    assert r.links(["Ada Lovelace was born in 1815.", "Ada Lovelace's birth year was 1815."], "Ada Lovelace") == {
+        (0, 1): MUTUAL}  # a shared number still goes to the judge
+
+
 # -- the scorer counts each claim once -------------------------------------------------------------
 
 TRUE = {"Marie Curie was a physicist.", "Marie Curie won two Nobel prizes.", "Marie Curie was born in Warsaw.",

@@ -34,7 +34,7 @@ def setup(tmp_path, monkeypatch):
     model = scripted_model(text_script(corrected_by_feedback()))
 
     def load(args):
-        cfg = EWEConfig.from_yaml(args.config, **cli._overrides(args))
+        cfg = EWEConfig.from_yaml(args.config, **cli.config_overrides(args))
         ewe = EWE(model, tiny_tokenizer(), cfg, fact_checker=state["checker"])
         real = ewe.generate
 

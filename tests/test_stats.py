@@ -7,7 +7,8 @@ from scripted import ScriptedChecker, text_script
 from test_controller import B_WRONG, PROMPT, corrected_by_feedback, make
 
 from ewe.result import GenerationResult
-from ewe.stats import A2RStats, CoVeStats, ControlledStats, PlainStats, VerifyRefineStats
+from ewe.stats import (A2RStats, CoVeStats, ControlledStats, PlainStats, VerifyRefineStats, decode_step_s,
+                       in_decode_steps, time_parts)
 
 PLAIN = dict(prompt_tokens=5, new_tokens=3, memory_units=1, memory_bytes=64, retrieve_encode_s=0.1,
              prefill_s=0.2, decode_s=0.3, total_s=0.6)
@@ -50,3 +51,29 @@ def test_the_controller_reports_controlled_stats():
     assert isinstance(r.stats, ControlledStats)
     assert r.stats["backtracks"] == 1 and r.stats["checks"] == r.stats.checks >= 3
     assert r.to_dict()["stats"]["failed_checks"] == 1
+
+
+def test_the_time_parts_add_up_to_the_answers_wall_time():
+    """The breakdown's parts (prefill, decode, backtracks, encoding, retrieval, checks, repeats,
+    candidate rounds, the controller's own bookkeeping) cover total_s, and the checks' split
+    (claim extraction, evidence search, judge; the candidates' share) stays inside check_s."""
+    r = make(text_script(corrected_by_feedback()), ScriptedChecker(false={B_WRONG})).generate(PROMPT)
+    parts = time_parts(r.stats)
+    assert list(parts) == ["prefill", "decode", "backtracks", "memory encoding", "retrieval", "checks", "repeats",
+                           "candidate rounds", "other"]
+    assert all(v >= 0 for k, v in parts.items() if k != "other")
+    assert sum(parts.values()) == pytest.approx(r.stats["total_s"], abs=2e-3)
+    assert r.stats["decode_s"] > 0 and r.stats["backtrack_s"] > 0  # it backtracked once
+    s = r.stats
+    assert s["check_extract_s"] + s["check_search_s"] + s["check_judge_s"] <= s["check_s"] + 1e-3
+    assert s["check_candidates_s"] <= s["check_s"]
+    step = decode_step_s(s)
+    assert step == pytest.approx(s["decode_s"] / s["decoded_tokens"])
+    assert in_decode_steps({"x": 2 * step}, step) == {"x": pytest.approx(2.0)}
+
+
+def test_plain_decoding_breaks_its_time_down_and_other_methods_say_they_do_not():
+    parts = time_parts(PlainStats(**PLAIN))
+    assert parts == {"retrieval + encoding": 0.1, "prefill": 0.2, "decode": 0.3}
+    assert sum(parts.values()) == pytest.approx(PLAIN["total_s"])
+    assert time_parts({"method": "cove", "total_s": 1.0}) is None

@@ -4,7 +4,8 @@ import pytest
 
 from ewe.verify import FactChecker
 from ewe.verify.claims import RuleClaimExtractor
-from ewe.verify.subject import bind, claim_subject, name_runs, passage_subject, restrict, same_subject
+from ewe.verify.subject import (bind, claim_subject, name_runs, names_subject, passage_subject, restrict,
+                                same_subject)
 from ewe.verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, Evidence, Verdict
 
 KAFKA = ("Franz Kafka (Austrian and Czech writer (1883-1924)): His best-known works include the novella The "
@@ -13,6 +14,10 @@ PIERRE = ("Pierre Curie (French physicist and chemist (1859–1906)): Pierre Cur
           "and a pioneer in crystallography and magnetism. He shared one half of the 1903 Nobel Prize in Physics with "
           "his wife, Marie Curie, for their work on radioactivity.")
 CURIE_BIO = "Tell me a bio of Marie Curie."
+WU = ("Chien-Shiung Wu (Chinese-American physicist (1912–1997)): This discovery resulted in her colleagues Tsung-Dao Lee "
+      "and Chen-Ning Yang winning the 1957 Nobel Prize in Physics, while Wu herself was awarded the inaugural Wolf Prize "
+      "in Physics in 1978. Her expertise in experimental physics evoked comparisons to Marie Curie. Her nicknames "
+      "include the \"First Lady of Physics\", the \"Chinese Marie Curie\" and the \"Queen of Nuclear Research\".")
 
 
 def claims(sentence, context=None, prompt=None):
@@ -55,6 +60,11 @@ def claims(sentence, context=None, prompt=None):
     ("The physicist won two Nobel Prizes.", "Pierre Curie was a physicist.", CURIE_BIO,
      ["The physicist won two Nobel Prizes."]),
     ("The city is the capital of France.", None, CURIE_BIO, ["The city is the capital of France."]),
+    # an opening date with no comma: the pronoun after it is still the subject
+    ("In 1912 she was awarded the Nobel Prize in Physics.", None, CURIE_BIO,
+     ["In 1912 Marie Curie was awarded the Nobel Prize in Physics."]),
+    ("On 4 July 1934 she died in Passy.", None, CURIE_BIO, ["On 4 July 1934 Marie Curie died in Passy."]),
+    ("In 12 cases she won.", None, CURIE_BIO, ["In 12 cases she won."]),  # a count is no date
 ])
 def test_claims_are_self_contained(sentence, context, prompt, expected):
     assert claims(sentence, context, prompt) == expected
@@ -78,7 +88,7 @@ def test_subjects_of_claims_and_passages():
 def test_a_passage_about_someone_else_keeps_only_what_names_the_subject():
     ev = Evidence(PIERRE)
     bound = restrict(ev, "Marie Curie")
-    assert bound.text.startswith("Pierre Curie (French physicist and chemist (1859–1906)): He shared")
+    assert bound.text.startswith("Pierre Curie: He shared") and "1859" not in bound.text  # his name, not his dates
     assert "crystallography" not in bound.text  # the sentence about Pierre alone is gone
     assert restrict(Evidence(KAFKA), "Gustav Klimt") is None
     assert restrict(ev, "Curie") is ev and restrict(ev, "Pierre Curie") is ev  # the same subject: unchanged
@@ -90,6 +100,59 @@ def test_a_passage_about_someone_else_keeps_only_what_names_the_subject():
     plain = Evidence("Franz Kafka wrote The Castle.")
     assert bind("Gustav Klimt wrote The Castle.", [plain]) == ([plain], [])
     assert bind("It was written in 1926.", [Evidence(KAFKA)]) == ([Evidence(KAFKA)], [])
+
+
+@pytest.mark.parametrize("sentence", [
+    "Her expertise in experimental physics evoked comparisons to Marie Curie.",
+    'Her nicknames include the "First Lady of Physics" and the "Chinese Marie Curie".',
+    "She was nicknamed the Chinese Madame Curie.",
+    "Wu, the Chinese Madame Curie, won the Wolf Prize.",
+    "She was often compared by critics with Marie Curie.",
+    "She was likened to Marie Curie.",
+    "Like Marie Curie, she won two prizes.",
+    "She was more famous than Marie Curie.",
+    "She was known as the Marie Curie of China.",
+    "She was called the new Marie Curie.",
+    "She was dubbed Marie Curie by the press.",
+])
+def test_a_comparison_or_an_epithet_does_not_name_the_subject(sentence):
+    assert not names_subject(sentence, "Marie Curie", "Chien-Shiung Wu")
+
+
+@pytest.mark.parametrize("sentence,other", [
+    ("He shared the 1903 Nobel Prize with his wife, Marie Curie, for their work.", "Pierre Curie"),
+    ("She studied under Marie Curie in Paris.", "Chien-Shiung Wu"),
+    ("She was Marie Curie's student.", "Chien-Shiung Wu"),
+    ("With Marie Curie she discovered polonium.", "Chien-Shiung Wu"),
+    ("Like her mentor Marie Curie, she studied radioactivity.", "Chien-Shiung Wu"),
+    ("She met the young Marie Curie in 1891.", "Chien-Shiung Wu"),
+    ("Her sister Maria, the future Marie Curie, moved to Paris.", "Bronisława Dłuska"),
+    ("She spent more than a decade with Marie Curie.", "Chien-Shiung Wu"),
+    ("She was compared to Marie Curie, with whom Marie Curie worked.", "Chien-Shiung Wu"),  # one mention is enough
+])
+def test_a_relation_still_names_the_subject(sentence, other):
+    assert names_subject(sentence, "Marie Curie", other)
+
+
+def test_names_that_only_look_like_epithets_still_count():
+    # a work's title in quotes, a place's own name after "known as" / "of", a noun modifier
+    assert names_subject('He wrote "Maybellene" (1955) and "Johnny B. Goode" (1958).', "Johnny B. Goode", "Chuck Berry")
+    assert names_subject("Auckland lies in the North Island of New Zealand.", "North Island", "Auckland")
+    assert names_subject("A period that became known as the Prague Spring.", "Prague Spring", "Alexander Dubček")
+    assert names_subject("It was annexed by the British East India Company.", "East India Company", "Sikh Empire")
+    assert names_subject("It established what is now called the Standard Model of particle physics.", "Standard Model",
+                         "W and Z bosons")
+
+
+def test_a_passage_that_only_compares_its_subject_to_someone_is_dropped():
+    assert restrict(Evidence(WU), "Marie Curie") is None
+    kept, notes = bind("In 1912 Marie Curie was awarded the Nobel Prize in Physics.", [Evidence(WU)])
+    assert kept == [] and notes == [{"passage": "Chien-Shiung Wu", "subject": "Marie Curie", "dropped": True}]
+    # her own claims keep the whole passage, title line and all
+    assert restrict(Evidence(WU), "Chien-Shiung Wu").text == WU
+    check = FactChecker(Agreeable()).check_sentence("In 1912 she was awarded the Nobel Prize in Physics.",
+                                                    prompt=CURIE_BIO, evidence=[WU])
+    assert not check.factual and check.verdicts[0].rationale == "passage about Chien-Shiung Wu, not Marie Curie"
 
 
 class Agreeable:
@@ -184,6 +247,19 @@ def test_marie_is_judged_only_on_what_pierres_passage_says_of_her(shipped):
     of_her = shipped.check_sentence("She shared the 1903 Nobel Prize in Physics with Pierre Curie.", prompt=CURIE_BIO,
                                     evidence=[PIERRE])
     assert of_her.factual, of_her.to_dict()
+
+
+@pytest.mark.slow
+def test_marie_is_not_supported_by_a_passage_that_compares_wu_to_her(shipped):
+    check = shipped.check_sentence("In 1912 she was awarded the Nobel Prize in Physics.", prompt=CURIE_BIO,
+                                   evidence=[WU])
+    assert not check.factual and "passage about Chien-Shiung Wu, not Marie Curie" in check.verdicts[0].rationale
+    # Pierre's dates stay out of what his passage says of her
+    born = shipped.check_sentence("She was born in 1859.", prompt=CURIE_BIO, evidence=[PIERRE])
+    assert not born.factual, born.to_dict()
+    own = shipped.check_sentence("In 1978 she was awarded the inaugural Wolf Prize in Physics.",
+                                 prompt="Tell me a bio of Chien-Shiung Wu.", evidence=[WU])
+    assert own.factual, own.to_dict()
 
 
 @pytest.mark.slow

@@ -493,7 +493,7 @@ def test_config_flag(flag, f, text, value, message, capsys, no_model):
     args = _parse(flag, text)
     assert getattr(args, flag.action.dest) == value or (isinstance(value, float) and math.isnan(value))
     if message is None:
-        cfg = EWEConfig.build(**cli._overrides(args))
+        cfg = EWEConfig.build(**cli.config_overrides(args))
         assert getattr(getattr(cfg, f.section), f.name) == value
         return
     # through the command itself: refused with exit status 2 before the model loads

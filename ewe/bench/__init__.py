@@ -12,7 +12,7 @@ work by design on the same prompts, and it says so.
     retrieval.py  the embedded datastore: build rate, search latency, recall per index type
     refresh.py    a memory refresh and a backtrack vs the re-prefill a re-prompting method pays
     judge.py      one check by the trained judge, in decode steps of the generator
-    run.py        wall time per prompt: the full EWE pipeline vs the RA baseline
+    run.py        wall time per prompt and its breakdown: EWE vs RA, or several configurations
 """
 from __future__ import annotations
 
@@ -200,8 +200,8 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
 
     from .run import add_bench_arguments as add_run_arguments, run_run_bench
 
-    rb = which.add_parser("run", help="wall time per prompt: full EWE pipeline vs the RA baseline, same prompts")
+    rb = which.add_parser("run", help="wall time per prompt and where it goes: EWE vs RA, or several configurations, "
+                                      "same prompts, interleaved")
     add_run_arguments(rb)
-    add_model_options(rb)
-    rb.set_defaults(func=lambda args: run_run_bench(args, load_ewe), config="configs/ewe.yaml",
-                    **{"decoding.max_new_tokens": 128})
+    add_model_options(rb, several_configs=True)
+    rb.set_defaults(func=lambda args: run_run_bench(args, load_ewe), **{"decoding.max_new_tokens": 128})

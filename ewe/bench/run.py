@@ -1,11 +1,16 @@
-"""`ewe bench run`: wall time per prompt of the full EWE pipeline against the RA baseline.
+"""`ewe bench run`: wall time per prompt of whole methods, each against a baseline in the same run.
 
-All methods share one loaded model and datastore and run the same prompts with the same
-decoding settings, interleaved prompt by prompt (the order alternates), so machine noise
-hits them alike. Reported: median seconds per prompt, tokens kept and decoded, pauses,
-backtracks, and two ratios to RA, each from this run:
+With one `--config` (an EWE configuration with pauses, default configs/ewe.yaml) the baseline
+is RA built from it (its passages in the prompt, no pauses). With several (`--config A
+--config B ...`) each file is a method, named by its file, and the first is the baseline.
+The methods share the loaded model, datastore and checker where their sections are equal, and
+run the same prompts with the same decoding settings, interleaved prompt by prompt (the order
+alternates), so machine noise hits them alike. Reported: median seconds per prompt, tokens
+kept and decoded, pauses, checks, backtracks, two ratios to the baseline, and where each
+method's time goes (stats.time_parts: seconds and decode-step equivalents per answer, mean
+over the prompts). The ratios, each from this run:
 
-* "vs RA": a method's median seconds per prompt over RA's. Same prompts, same model, same
+* "vs RA" (or "vs" the first configuration): a method's median seconds per prompt over the baseline's. Same prompts, same model, same
   decoding limits: it is the price of answering the same prompt with that method, which by
   design does more work (retrieval pauses, checks, rewritten sentences). Target: EWE at most
   1.5x RA.
@@ -24,15 +29,20 @@ from pathlib import Path
 
 from ..argtypes import positive_int
 from ..config import EWEConfig
+from ..stats import decode_step_s, time_parts
 
 PROMPTS = Path(__file__).resolve().parents[2] / "examples" / "prompts" / "bio.jsonl"
 TARGET = 1.5
 
 
+DEFAULT_CONFIG = "configs/ewe.yaml"
+
+
 def add_bench_arguments(p) -> None:
     p.add_argument("--prompts", default=str(PROMPTS), help="JSONL of prompts (default: examples/prompts/bio.jsonl)")
     p.add_argument("--limit", type=positive_int, default=6, help="prompts to run (default 6)")
-    p.add_argument("--with-memory-only", action="store_true", help="also time EWE's memory without pauses")
+    p.add_argument("--with-memory-only", action="store_true",
+                   help="with one --config: also time EWE's memory without pauses")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
 
 
@@ -51,65 +61,147 @@ def methods(ewe) -> dict[str, object]:
     }
 
 
-def run_bench(ewe, prompts: list[str], include_memory_only: bool = False) -> dict:
-    if not ewe.config.pauses:
-        raise ValueError("ewe bench run needs a configuration with pauses (e.g. --config configs/ewe.yaml)")
-    runners = methods(ewe)
-    if not include_memory_only:
-        runners.pop("memory_only")
+def configured(paths: list[str], args, load_ewe) -> dict[str, object]:
+    """One EWE per configuration file, named by the file; a later one shares an earlier one's
+    model (same model section), datastore (same retrieval source) and checker (same checker
+    section too), so each part is loaded once and every method reads the same weights."""
+    from argparse import Namespace
+
+    from ..api import EWE
+    from ..cli import config_overrides
+
+    out: dict[str, object] = {}
+    for path in paths:
+        name = Path(path).stem
+        while name in out:
+            name += "'"
+        cfg = EWEConfig.from_yaml(path, **config_overrides(args))
+        same = next((e for e in out.values() if e.config.model == cfg.model), None)
+        if same is None:
+            out[name] = load_ewe(Namespace(**{**vars(args), "config": path}))
+            continue
+        share = same.config.retrieval.source == cfg.retrieval.source
+        checker = (same.fact_checker(need_evidence=False)
+                   if share and same.config.checker == cfg.checker else None)
+        out[name] = EWE(same.model, same.tokenizer, cfg, datastore=same.datastore if share else None,
+                        fact_checker=checker)
+    return out
+
+
+def _row(result, seconds: float) -> dict:
+    s = result.stats
+    parts = time_parts(s)
+    return {"seconds": seconds, "new_tokens": s["new_tokens"], "decoded_tokens": s.get("decoded_tokens", s["new_tokens"]),
+            "backtracks": s.get("backtracks", 0), "checks": s.get("checks", 0),
+            "pauses": s.get("pauses_retrieval", 0) + s.get("pauses_verification", 0),
+            "prompt_tokens": s["prompt_tokens"], "total_s": s.get("total_s"), "parts_s": parts,
+            "decode_step_s": decode_step_s(s)}
+
+
+def _mean_parts(xs: list[dict]) -> dict | None:
+    """Each part's mean seconds per answer, and in decode steps (of the median decode step)."""
+    if any(x["parts_s"] is None for x in xs):
+        return None
+    steps = [x["decode_step_s"] for x in xs if x["decode_step_s"]]
+    step = statistics.median(steps) if steps else None
+    seconds = {k: statistics.mean(x["parts_s"][k] for x in xs) for k in xs[0]["parts_s"]}
+    return {"seconds": seconds, "decode_step_s": step,
+            "decode_steps": {k: (v / step if step else None) for k, v in seconds.items()}}
+
+
+def run_bench(ewe, prompts: list[str], include_memory_only: bool = False, runners: dict | None = None) -> dict:
+    """Time each method on every prompt, interleaved. `runners` (name -> EWE, the first the
+    baseline) replaces the default pair: RA built from `ewe`, and `ewe` itself."""
+    if runners is None:
+        if not ewe.config.pauses:
+            raise ValueError("ewe bench run needs a configuration with pauses (e.g. --config configs/ewe.yaml), "
+                             "or several --config files (the first is the baseline)")
+        runners = methods(ewe)
+        if not include_memory_only:
+            runners.pop("memory_only")
     names = list(runners)
-    runners["ewe"].generate(prompts[0], max_new_tokens=4)  # warm-up: loads the datastore and the checker
+    baseline = names[0]
+    for name in names:  # warm-up: loads each one's datastore and checker
+        runners[name].generate(prompts[0], max_new_tokens=4)
     rows = {n: [] for n in names}
     for i, prompt in enumerate(prompts):
         for name in (names if i % 2 == 0 else names[::-1]):
             t0 = time.perf_counter()
             r = runners[name].generate(prompt)
-            rows[name].append({"seconds": time.perf_counter() - t0, "new_tokens": r.stats["new_tokens"],
-                               "decoded_tokens": r.stats.get("decoded_tokens", r.stats["new_tokens"]),
-                               "backtracks": r.stats.get("backtracks", 0), "checks": r.stats.get("checks", 0),
-                               "pauses": r.stats.get("pauses_retrieval", 0) + r.stats.get("pauses_verification", 0),
-                               "prompt_tokens": r.stats["prompt_tokens"]})
-    ra_median = statistics.median(x["seconds"] for x in rows["ra"])
+            rows[name].append(_row(r, time.perf_counter() - t0))
+    base_median = statistics.median(x["seconds"] for x in rows[baseline])
     summary = {}
     for name in names:
         xs = rows[name]
         med = statistics.median(x["seconds"] for x in xs)
         summary[name] = {
-            "median_s": med, "vs_ra": med / ra_median,
+            "config": runners[name].config.model_dump(mode="json"),
+            "median_s": med, "vs_ra": med / base_median,
             **{k: statistics.mean(x[k] for x in xs) for k in ("new_tokens", "decoded_tokens", "backtracks", "checks",
                                                                "pauses", "prompt_tokens")},
             "s_per_decoded_token": statistics.median(x["seconds"] / max(1, x["decoded_tokens"]) for x in xs),
+            "time_parts": _mean_parts(xs),
         }
-    ra_per_token = summary["ra"]["s_per_decoded_token"]
+    base_per_token = summary[baseline]["s_per_decoded_token"]
     for x in summary.values():
-        x["per_token_vs_ra"] = x["s_per_decoded_token"] / ra_per_token
-    return {"prompts": len(prompts), "max_new_tokens": ewe.config.decoding.max_new_tokens, "rows": rows,
-            "summary": summary, "target": {"ewe_over_ra_max": TARGET, "value": summary["ewe"]["vs_ra"],
-                                           "met": summary["ewe"]["vs_ra"] <= TARGET}}
+        x["per_token_vs_ra"] = x["s_per_decoded_token"] / base_per_token
+    measured = [n for n in names if n != baseline]
+    target = {"ewe_over_ra_max": TARGET, "baseline": baseline,
+              "value": {n: summary[n]["vs_ra"] for n in measured}}
+    target["met"] = {n: v <= TARGET for n, v in target["value"].items()}
+    return {"prompts": len(prompts), "max_new_tokens": runners[names[-1]].config.decoding.max_new_tokens,
+            "baseline": baseline, "rows": rows, "summary": summary, "target": target}
 
 
 def run_run_bench(args, load_ewe) -> int:
+    from argparse import Namespace
+
     from ..runner import read_prompts
 
-    ewe = load_ewe(args)
+    paths = args.config or [DEFAULT_CONFIG]
     prompts = [r["prompt"] for r in read_prompts(Path(args.prompts))][: args.limit]
-    report = run_bench(ewe, prompts, args.with_memory_only)
+    if len(paths) == 1:
+        ewe = load_ewe(Namespace(**{**vars(args), "config": paths[0]}))
+        report = run_bench(ewe, prompts, args.with_memory_only)
+    else:
+        if args.with_memory_only:
+            raise SystemExit("ewe bench run: --with-memory-only goes with one --config (it is built from it); "
+                             "with several, add the memory-only configuration as a --config (configs/ewe-memory.yaml)")
+        report = run_bench(None, prompts, runners=configured(paths, args, load_ewe))
     report["load_average"] = os.getloadavg()
-    s = report["summary"]
-    print(f"run: {report['prompts']} prompts, max_new_tokens {report['max_new_tokens']}, methods interleaved; "
-          f"load average {report['load_average'][0]:.1f}")
-    print("same prompts, model and decoding limits for every method; the methods do different work by design "
-          "(pauses, checks, rewrites): 'vs RA' is the price per prompt of that work, '/tok vs RA' the cost per "
-          "decoded token (discarded rewrites included), which compares answers of different lengths")
-    print(f"{'method':<12}{'median s':>9}{'vs RA':>7}{'prompt tok':>11}{'kept tok':>9}{'decoded':>9}"
-          f"{'pauses':>8}{'checks':>8}{'backtr.':>8}{'ms/decoded':>11}{'/tok vs RA':>11}")
-    for name, x in s.items():
-        print(f"{name:<12}{x['median_s']:>9.2f}{x['vs_ra']:>7.2f}{x['prompt_tokens']:>11.0f}{x['new_tokens']:>9.1f}"
-              f"{x['decoded_tokens']:>9.1f}{x['pauses']:>8.1f}{x['checks']:>8.1f}{x['backtracks']:>8.1f}"
-              f"{1e3 * x['s_per_decoded_token']:>11.1f}{x['per_token_vs_ra']:>11.2f}")
-    t = report["target"]
-    print(f"target: EWE wall time per prompt <= {t['ewe_over_ra_max']}x RA: {t['value']:.2f}x -> "
-          f"{'met' if t['met'] else 'NOT met'}")
+    print_report(report)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
+
+
+def print_report(report: dict) -> None:
+    s, base = report["summary"], report["baseline"]
+    vs = "vs RA" if base == "ra" else "vs 1st"
+    print(f"run: {report['prompts']} prompts, max_new_tokens {report['max_new_tokens']}, methods interleaved; "
+          f"baseline {base}; load average {report['load_average'][0]:.1f}")
+    print("same prompts, model and decoding limits for every method; the methods do different work by design "
+          f"(pauses, checks, rewrites): '{vs}' is the price per prompt of that work, '/tok {vs}' the cost per "
+          "decoded token (discarded rewrites included), which compares answers of different lengths")
+    width = max(12, *(len(n) + 2 for n in s))
+    print(f"{'method':<{width}}{'median s':>9}{vs:>8}{'prompt tok':>11}{'kept tok':>9}{'decoded':>9}"
+          f"{'pauses':>8}{'checks':>8}{'backtr.':>8}{'ms/decoded':>11}{'/tok ' + vs:>12}")
+    for name, x in s.items():
+        print(f"{name:<{width}}{x['median_s']:>9.2f}{x['vs_ra']:>8.2f}{x['prompt_tokens']:>11.0f}{x['new_tokens']:>9.1f}"
+              f"{x['decoded_tokens']:>9.1f}{x['pauses']:>8.1f}{x['checks']:>8.1f}{x['backtracks']:>8.1f}"
+              f"{1e3 * x['s_per_decoded_token']:>11.1f}{x['per_token_vs_ra']:>12.2f}")
+    print("where the time goes, mean per answer: seconds (decode-step equivalents, at each method's median "
+          "decode step)")
+    for name, x in s.items():
+        tp = x["time_parts"]
+        if tp is None:
+            print(f"  {name}: no breakdown in this method's stats")
+            continue
+        cells = [f"{k} {v:.2f} s ({tp['decode_steps'][k]:.0f})" if tp["decode_steps"][k] is not None
+                 else f"{k} {v:.2f} s" for k, v in tp["seconds"].items() if v >= 0.005]
+        step = f"; decode step {1e3 * tp['decode_step_s']:.1f} ms" if tp["decode_step_s"] else ""
+        print(f"  {name}: " + ", ".join(cells) + step)
+    t = report["target"]
+    for name, value in t["value"].items():
+        print(f"target: {name} wall time per prompt <= {t['ewe_over_ra_max']}x {base}: {value:.2f}x -> "
+              f"{'met' if t['met'][name] else 'NOT met'}")

@@ -58,7 +58,10 @@ class ControlledRun(Hook):
         self.checks: dict[tuple[int, str], dict] = {}  # last check of each (start, text)
         self.backtracks = 0
         self.decoded = 0
-        self.seconds = {"retrieve": 0.0, "encode": 0.0, "check": 0.0, "rewrite": 0.0}
+        # wall time by part (stats.time_parts): "check" is every check, pause and candidate; the others
+        # with "check_" split it (claim extraction, evidence search, judge) or name the candidates' share
+        self.seconds = dict.fromkeys(("retrieve", "encode", "check", "repeats", "rewrite", "check_candidates",
+                                      "check_extract", "check_search", "check_judge"), 0.0)
         self.retrieved: list[dict] = []
         self.initial_passages = passages
         # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
@@ -159,16 +162,35 @@ class ControlledRun(Hook):
 
     def _repeats(self, start: int, text: str, check) -> list[dict]:
         """Why the sentence at `start` adds nothing to the answer so far; [] when it adds something."""
+        t0 = time.perf_counter()
         earlier_text = [x.text for x in self.tracker.sentences if x.end <= start]
-        return sentence_repeats(self.redundancy, text, [c.text for c in check.claims], earlier_text,
-                                self._earlier_claims(start))
+        found = sentence_repeats(self.redundancy, text, [c.text for c in check.claims], earlier_text,
+                                 self._earlier_claims(start), self.subject)
+        self.seconds["repeats"] += time.perf_counter() - t0
+        return found
 
     def _new_supported(self, start: int, check) -> int:
         """Supported claims of a candidate's check that the answer before `start` does not already hold."""
         claims = [v.claim.text for v in check.verdicts if v.label == SUPPORTED]
         if not claims:
             return 0
-        return sum(1 for s in self.redundancy.novel(claims, self._earlier_claims(start)) if s is None)
+        t0 = time.perf_counter()
+        novel = self.redundancy.novel(claims, self._earlier_claims(start), self.subject)
+        self.seconds["repeats"] += time.perf_counter() - t0
+        return sum(1 for s in novel if s is None)
+
+    def _check(self, text: str, context: str, candidate: bool = False):
+        """The checker's verdict on one sentence, its seconds added to the breakdown."""
+        t0 = time.perf_counter()
+        check = self.checker.check_sentence(text, context=context, prompt=self.prompt)
+        seconds = time.perf_counter() - t0
+        self.seconds["check"] += seconds
+        if candidate:
+            self.seconds["check_candidates"] += seconds
+        timings = getattr(check, "timings", None) or {}
+        for part, key in (("extract", "check_extract"), ("search", "check_search"), ("check", "check_judge")):
+            self.seconds[key] += timings.get(part, 0.0)
+        return check
 
     def _on_failed(self, sentence: Sentence, check, repeats: bool = False) -> Rewind | None:
         """Decide what happens to a sentence that failed its check (or repeats the answer); a
@@ -257,9 +279,7 @@ class ControlledRun(Hook):
                 if _norm(c.text) in written:  # a sentence the answer already has adds nothing: never kept
                     judged.append((c, None, False))
                     continue
-                t0 = time.perf_counter()
-                c_check = self.checker.check_sentence(c.text, context=context, prompt=self.prompt)
-                self.seconds["check"] += time.perf_counter() - t0
+                c_check = self._check(c.text, context, candidate=True)
                 c.unsupported = len(c_check.nonfactual_claims)
                 c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
                 # a rewrite corrects the sentence only if its claims are supported: one that passes by
@@ -315,9 +335,7 @@ class ControlledRun(Hook):
         sentences, reason = self.schedules["verification"].due(final)
         for s in sentences:
             self.trace.add("pause", kind="verification", reason=reason, sentence=s.text)
-            t0 = time.perf_counter()
-            check = self.checker.check_sentence(s.text, context=self.tracker.decode(0, s.start), prompt=self.prompt)
-            self.seconds["check"] += time.perf_counter() - t0
+            check = self._check(s.text, self.tracker.decode(0, s.start))
             event = self.trace.add("check", start_token=s.start, **check_event(check))
             event["needs_rewrite"] = rewrite = self._needs_rewrite(check)
             repeats = [] if rewrite or not self.reject_repeats else self._repeats(s.start, s.text, check)
@@ -402,12 +420,14 @@ class ControlledRun(Hook):
                          dec.max_new_tokens, records=[self.tracker], hook=self,
                          budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
-        self.prefill_s = loop.prefill_s
-        return self._result(loop.reasons[0], t_start)
+        return self._result(loop, t_start)
 
-    def _result(self, finish: str, t_start: float) -> GenerationResult:
-        t = self.tracker
+    def _result(self, loop: TokenLoop, t_start: float) -> GenerationResult:
+        t, finish = self.tracker, loop.reasons[0]
         total = time.perf_counter() - t_start
+        sec = self.seconds
+        measured = (loop.prefill_s + loop.decode_s + loop.rewind_s + sec["retrieve"] + sec["encode"] + sec["check"]
+                    + sec["repeats"] + sec["rewrite"])
         self.trace.add("finish", reason=finish, new_tokens=len(t.tokens), decoded_tokens=self.decoded,
                        backtracks=self.backtracks)
         sentences, rewritten = [], Counter()
@@ -443,13 +463,20 @@ class ControlledRun(Hook):
             candidate_tokens=self.candidates["tokens"],
             memory_units=len(self.memory),
             memory_bytes=self.memory.footprint()["bytes"],
-            retrieve_s=round(self.seconds["retrieve"], 4),
-            encode_s=round(self.seconds["encode"], 4),
-            check_s=round(self.seconds["check"], 4),
-            rewrite_s=round(self.seconds["rewrite"], 4),
+            retrieve_s=round(sec["retrieve"], 4),
+            encode_s=round(sec["encode"], 4),
+            check_s=round(sec["check"], 4),
+            rewrite_s=round(sec["rewrite"], 4),
             total_s=round(total, 4),
-            prefill_s=round(self.prefill_s, 4),
-            decode_s=round(total - sum(self.seconds.values()) - self.prefill_s, 4),
+            prefill_s=round(loop.prefill_s, 4),
+            decode_s=round(loop.decode_s, 4),
+            backtrack_s=round(loop.rewind_s, 4),
+            repeats_s=round(sec["repeats"], 4),
+            check_candidates_s=round(sec["check_candidates"], 4),
+            check_extract_s=round(sec["check_extract"], 4),
+            check_search_s=round(sec["check_search"], 4),
+            check_judge_s=round(sec["check_judge"], 4),
+            other_s=round(total - measured, 4),
         )
         return GenerationResult(
             prompt=self.prompt,

@@ -9,9 +9,10 @@ tokens first and optionally ending the answer with them; or `Stop` a row of a ba
 EWE's controller, its candidate rewrites, Streaming-VR and FLARE are hooks; plain and
 batched decoding run it with none.
 
-Rows of a batch decode together; a row that stopped is fed a stop token (its output no
-longer grows) so the batch stays rectangular. Rewinding crops the shared cache, so it
-needs a batch of one row.
+Rows of a batch decode together; a row that stopped leaves the batch (its cache rows are
+dropped), so the steps after it cost only what the rows still writing need. Sampling still
+sees every row (a stopped one with a placeholder), so each row draws the same random numbers
+as when all rows stay. Rewinding crops the shared cache, so it needs a batch of one row.
 """
 from __future__ import annotations
 
@@ -110,20 +111,27 @@ class TokenLoop:
     records: one per row, written by the loop (`Continuation`, or a `SentenceTracker`
     when a hook wants sentences). budget: the most tokens sampled in all, discarded ones
     included (a hook that rewinds could otherwise loop forever); None: max_new_tokens.
+    compact: drop stopped rows from the batch (False keeps the batch rectangular, each stopped
+    row fed a stop token: the reference that tests and `ewe bench` hold compaction to).
     """
 
     def __init__(self, session: DecodingSession, sampler: Sampler, stop_ids: set[int], max_new_tokens: int,
-                 records: list | None = None, hook: Hook | None = None, budget: int | None = None):
+                 records: list | None = None, hook: Hook | None = None, budget: int | None = None,
+                 compact: bool = True):
         self.session, self.sampler, self.stop_ids = session, sampler, stop_ids
         self.max_new_tokens = max_new_tokens
         self.records = records
         self.hook = hook or Hook()
         self.budget = budget if budget is not None else max_new_tokens
+        self.compact = compact  # False: a stopped row stays in the batch, fed a stop token (the reference)
         self.decoded = 0
         self.reasons: list[str | None] = []  # why each row stopped, once it has
+        self.live: list[int] = []  # the records whose rows the session still holds, in its row order
         self.prompt_len = 0
         self.prefill_s = 0.0
         self.model_s = 0.0  # prefill, forward passes and sampling
+        self.decode_s = 0.0  # of model_s: sampling and the step forwards of sampled tokens
+        self.rewind_s = 0.0  # of model_s: carrying out Rewinds (cache crops, restored tokens' forwards)
 
     def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None, copies: int = 1,
             memory_state=None) -> list:
@@ -146,6 +154,7 @@ class TokenLoop:
         if self.records is None:
             self.records = [Continuation() for _ in range(logits.shape[0])]
         self.reasons = [None] * len(self.records)
+        self.live = list(range(len(self.records)))
         while logits is not None:
             logits = self._advance(logits)
         for rec, reason in zip(self.records, self.reasons):
@@ -179,13 +188,13 @@ class TokenLoop:
             return None
         t0 = time.perf_counter()
         ids, logprobs, entropies = (self.hook.sampler(self) or self.sampler)(self.hook.logits(self, logits))
-        self.model_s += time.perf_counter() - t0
+        self._timed("decode", time.perf_counter() - t0)
         self.decoded += 1
         self.hook.on_step(self)
         fed = ids.tolist()
         for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist())):
             if self.reasons[row]:
-                fed[row] = next(iter(self.stop_ids), tok)
+                continue  # stopped: its row leaves the batch before the next step
             elif tok in self.stop_ids:
                 if (rewound := self._end(row, "eos")) is not None:
                     return rewound
@@ -199,12 +208,36 @@ class TokenLoop:
                 return rewound
         if all(self.reasons[r] or self._limit(r) for r in range(len(self.records))):
             return None if all(self.reasons) else logits  # nothing to feed: the next round ends the rows
-        return self._forward(lambda: self.session.step(torch.tensor(fed)))
+        return self._forward(lambda: self._step(fed), "decode")
 
-    def _forward(self, call):
+    def _step(self, fed: list[int]) -> torch.Tensor:
+        """Feed each live row its token, after dropping the rows that stopped; the next logits of
+        every row [B, V] (a stopped row's: a placeholder, never sampled into its record)."""
+        if not self.compact:
+            stop = next(iter(self.stop_ids), 0)
+            return self.session.step(torch.tensor([stop if self.reasons[r] else t for r, t in enumerate(fed)]))
+        keep = [i for i, r in enumerate(self.live) if not self.reasons[r]]
+        if len(keep) < len(self.live):
+            self.session.select_rows(keep)
+            self.live = [self.live[i] for i in keep]
+        logits = self.session.step(torch.tensor([fed[r] for r in self.live]))
+        if len(self.live) == len(self.records):
+            return logits
+        full = logits.new_zeros((len(self.records), logits.shape[-1]))
+        full[self.live] = logits
+        return full
+
+    def _timed(self, part: str, seconds: float) -> None:
+        self.model_s += seconds
+        if part == "decode":
+            self.decode_s += seconds
+        else:
+            self.rewind_s += seconds
+
+    def _forward(self, call, part: str = "rewind"):
         t0 = time.perf_counter()
         out = call()
-        self.model_s += time.perf_counter() - t0
+        self._timed(part, time.perf_counter() - t0)
         return out
 
     def apply(self, action: Rewind) -> torch.Tensor | None:

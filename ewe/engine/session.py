@@ -114,6 +114,15 @@ class DecodingSession:
         self.valid = self.valid.repeat(rows, 1)
         self.memory_state = memory_state
 
+    def select_rows(self, rows: list[int]) -> None:
+        """Keep only these rows of the batch (cache, tokens, memory), in this order: rows that
+        stopped leave, so the next steps cost what the rows still writing need."""
+        idx = torch.tensor(rows, dtype=torch.long, device=self.device)
+        self.cache.batch_select_indices(idx)
+        self.tokens, self.valid = self.tokens[idx], self.valid[idx]
+        if self.memory_state is not None:
+            self.memory_state = self.memory_state.select_rows(rows)
+
     @torch.inference_mode()
     def branch(self, length: int, rows: int, memory_state=None) -> tuple["DecodingSession", torch.Tensor]:
         """`rows` copies of this one-row session's first `length` tokens, reading `memory_state`.

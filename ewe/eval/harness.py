@@ -24,7 +24,7 @@ from ..data.prompt_sets import SETS, SUFFIX, load_prompts, write_prompts
 from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-METHODS = ("bare", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
+METHODS = ("bare", "ra-1", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
            "ewe-memory")  # the shipped configs a comparison usually draws on (any configs/NAME.yaml works)
 
 

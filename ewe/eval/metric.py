@@ -98,19 +98,21 @@ def check_response(fact_checker, response: str, prompt: str) -> list[dict]:
     return sentences
 
 
-DEDUP = "core"  # the grouping a details line's unique counts were made with (a rerun redoes older ones)
+DEDUP = "core-subject"  # the grouping a details line's unique counts were made with (a rerun redoes older ones)
 
 
-def mark_duplicates(sentences: list[dict], redundancy) -> None:
+def mark_duplicates(sentences: list[dict], redundancy, prompt: str | None = None) -> None:
     """Mark each claim that repeats an earlier claim of the response (`duplicate_of`: the sentence
     and claim it repeats, and why), and each sentence that adds nothing (`repeats`: every claim of
-    it a duplicate, or its text identical to an earlier sentence's). Idempotent."""
+    it a duplicate, or its text identical to an earlier sentence's). Idempotent. `prompt` names
+    the answer's subject, whose name alone never links two claims (Redundancy.links)."""
+    from ..verify.claims import prompt_person
     from ..verify.redundancy import normalize
 
     flat = [(si, ci, c) for si, s in enumerate(sentences) for ci, c in enumerate(s["claims"])]
     for _, _, c in flat:
         c.pop("duplicate_of", None)
-    grouping = redundancy.group([c["text"] for _, _, c in flat])
+    grouping = redundancy.group([c["text"] for _, _, c in flat], prompt_person(prompt) if prompt else None)
     for i, (j, why) in grouping.merged.items():
         flat[i][2]["duplicate_of"] = {"sentence": flat[j][0], "claim": flat[j][1], "text": flat[j][2]["text"],
                                       "why": why}

@@ -7,7 +7,8 @@
 - f1_by_method.png, and sweep_<param>.png per swept parameter (F1, precision, recall
   against the value, one colour per method / dataset, like the paper's section 5 figures);
 - index.html: one self-contained page (plots embedded, no script, no external asset) with the
-  tables, the plots and every response, sentence by sentence: the method's own checker verdict
+  tables, the plots and every response, with where its wall time went (stats.time_parts, in
+  seconds and decode steps) and sentence by sentence: the method's own checker verdict
   with the passages it cited (title, source, character offsets, text when known; EWE's
   controller, "none" for methods that check nothing), and the scorer's verdict of each claim,
   colour-coded with its evidence;
@@ -508,6 +509,20 @@ def _checker_tally(rec: dict) -> str:
     return f"{good}/{len(checked)} sentence{'' if len(checked) == 1 else 's'} supported"
 
 
+def _time_line(stats: dict) -> str:
+    """'74.7 s: candidate rounds 52.2 s (486 decode steps), decode 10.1 s (94), ...', largest part
+    first; '' when the method does not break its time down."""
+    tp = stats.get("time_parts")
+    if not isinstance(tp, dict) or not isinstance(tp.get("seconds"), dict):
+        return ""
+    step = tp.get("decode_step_s")
+    parts = sorted(((k, v) for k, v in tp["seconds"].items() if _is_number(v) and v >= 0.005), key=lambda kv: -kv[1])
+    cells = [f"{k} {v:.1f} s" + (f" ({v / step:.0f}{' decode steps' if i == 0 else ''})" if step else "")
+             for i, (k, v) in enumerate(parts)]
+    total = stats.get("total_s")
+    return (f"{total:.1f} s: " if _is_number(total) else "") + ", ".join(cells)
+
+
 def _group_view(summary: dict, records: list[dict]) -> dict:
     """One method on one dataset: whether it checks while it writes (the summary's in-loop checker,
     else its records), and every response's sentence views."""
@@ -517,7 +532,8 @@ def _group_view(summary: dict, records: list[dict]) -> dict:
     views = []
     for rec in records:
         sentences, rest = _sentence_views(rec, has_checker)
-        views.append({**rec, "views": sentences, "rest": rest, "checker_tally": _checker_tally(rec)})
+        views.append({**rec, "views": sentences, "rest": rest, "checker_tally": _checker_tally(rec),
+                      "time": _time_line(rec.get("stats") or {})})
     return {"method": summary["method"], "dataset": summary["dataset"], "records": views,
             "has_checker": has_checker, "checker_name": named}
 
@@ -573,6 +589,7 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 {% if group.checker_name %} checker: {{ group.checker_name }}{% elif group.has_checker %} checker: the method's own{% else %} checker: none, this method checks nothing while it writes{% endif %})</span></h3>
 {% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · scorer: {{ r.n_supported }}/{{ r.n_claims }} claims supported{% if r.n_claims_raw is defined and r.n_claims_raw != r.n_claims %} (unique; {{ r.n_claims_raw }} with repeats){% endif %}{% if r.checker_tally %} · checker: {{ r.checker_tally }}{% endif %} · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
 <p><b>Prompt:</b> {{ r.prompt }}</p>
+{% if r.time %}<p class="muted"><b>Time:</b> {{ r.time }}</p>{% endif %}
 <details><summary>Full response</summary><pre>{{ r.response }}</pre></details>
 {% for s in r.views %}<div class="sentence"><p class="stext">{{ s.text }}</p>
 {% for k in s.checks %}<div class="check {{ k.cls }}"><span class="tag">checker</span> <span class="verdict">{{ k.label }}</span>{% if k.text %} <span class="muted">(its sentence: “{{ k.text }}”)</span>{% endif %}

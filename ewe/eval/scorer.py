@@ -15,6 +15,7 @@ from tqdm import tqdm
 from ..data import wiki
 from ..files import read_jsonl
 from ..record_log import RecordLog
+from ..stats import decode_step_s, time_parts
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
 from .metric import DEDUP, WithArticle, check_response, count_fields, mark_duplicates, median_k, score
@@ -72,7 +73,7 @@ class Scorer:
         """One result line -> its details line (claims, verdicts, counts; scores come later)."""
         response = row.get("text", "")
         sentences = check_response(self._checker_for(row.get("topic")), response, row["prompt"]) if response.strip() else []
-        mark_duplicates(sentences, self.redundancy)
+        mark_duplicates(sentences, self.redundancy, row["prompt"])
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
             "dataset": dataset, "response": response, "sentences": sentences, **count_fields(sentences),
@@ -83,7 +84,7 @@ class Scorer:
         """A details line checked before unique-claim scoring gets its duplicates marked and its
         counts redone from the claims it holds (no claim is checked again)."""
         if detail.get("dedup") != DEDUP:
-            mark_duplicates(detail["sentences"], self.redundancy)
+            mark_duplicates(detail["sentences"], self.redundancy, detail.get("prompt"))
             detail.update(count_fields(detail["sentences"]))
         return detail
 
@@ -107,9 +108,14 @@ STATS_KEPT = ("method", "new_tokens", "decoded_tokens", "total_s", "pauses_retri
 
 
 def kept_stats(row: dict) -> dict:
-    """The result's stats a details line carries (what the report's columns need)."""
+    """The result's stats a details line carries (what the report's columns need), with its wall
+    time by part (stats.time_parts; None for methods that do not break it down)."""
     stats = row.get("stats", {})
-    return {k: stats.get(k) for k in STATS_KEPT}
+    parts = time_parts(stats)
+    step = decode_step_s(stats) if parts else None
+    return {**{k: stats.get(k) for k in STATS_KEPT},
+            "time_parts": None if parts is None else {"seconds": {k: round(v, 4) for k, v in parts.items()},
+                                                      "decode_step_s": step}}
 
 
 def apply_scores(details: list[dict], K: int) -> list[dict]:

@@ -132,6 +132,16 @@ class MemoryState:
         return LayerMemory(self.keys[idx], self.values[idx], self.bias, self.unit_bounds, self.log_ctx_weight,
                            self.temperature, self.lse_scale)
 
+    def select_rows(self, rows: list[int]) -> "MemoryState":
+        """The memory of these batch rows only, in this order (rows that stopped leave a batch)."""
+        if self.is_empty:
+            return MemoryState([], [], None, [self.unit_bounds[r] for r in rows], self.log_ctx_weight[rows],
+                               self.temperature, self.lse_scale)
+        idx = torch.tensor(rows, dtype=torch.long, device=self.keys[0].device)
+        return MemoryState([k[idx] for k in self.keys], [v[idx] for v in self.values],
+                           None if self.bias is None else self.bias[idx], [self.unit_bounds[r] for r in rows],
+                           self.log_ctx_weight[idx.to(self.log_ctx_weight.device)], self.temperature, self.lse_scale)
+
     @classmethod
     def from_rows(cls, rows: list[list[MemoryUnit]], temperature: float = 1.0, lse_scale: float = 1.0) -> "MemoryState":
         bounds, totals = [], []

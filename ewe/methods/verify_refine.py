@@ -106,9 +106,11 @@ class VerifyRefine(CheckedMethod):
             from ..verify.redundancy import Redundancy
 
             run.redundancy = Redundancy()
+        from ..verify.claims import prompt_person
         from ..verify.redundancy import sentence_repeats
 
-        why = sentence_repeats(run.redundancy, sentence, claims, run.said_texts, run.said_claims)
+        why = sentence_repeats(run.redundancy, sentence, claims, run.said_texts, run.said_claims,
+                               prompt_person(run.prompt))
         if why:
             run.failed += 1
             run.trace.add("repeats", sentence=sentence, repeats=why)

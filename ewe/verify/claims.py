@@ -141,6 +141,30 @@ def find_subject(clause: str) -> Optional[tuple[int, int]]:
     return None
 
 
+# "In 1912 she was awarded ...": with no comma after the opening date, find_subject sees one
+# segment that opens with a preposition; the he/she/they, or the name before a verb, right
+# after the date is the subject.
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_DATED = re.compile(r"(?:In|On|By|From|After|Before|Until|Around|During|Since)\s+(?:the\s+)?"  # "In the early 1890s"
+                    rf"(?:(?:early|late|mid)[\s-]+)?(?:\d{{1,2}}\s+)?(?:{_MONTH}\s+)?(?:\d{{1,2}},?\s+)?\d{{3,4}}s?\s+")
+_NAME_RUN = re.compile(r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
+_SUBJECT_PRONOUN = re.compile(r"(?:he|she|they)\b")
+
+
+def dated_subject(clause: str) -> Optional[tuple[int, int]]:
+    """The span of the subject after an opening date without a comma ("In 1912 she won", "By
+    1900 Marie Curie had ..."), else None."""
+    date = _DATED.match(clause)
+    if date is None:
+        return None
+    pronoun = _SUBJECT_PRONOUN.match(clause, date.end())
+    if pronoun:
+        return pronoun.span()
+    name = _NAME_RUN.match(clause, date.end())
+    after = _WORD.match(clause, name.end() + 1) if name and clause[name.end():name.end() + 1] == " " else None
+    return name.span() if after and _is_verb(after.group(0)) else None
+
+
 def _participial(text: str, word: re.Match) -> bool:
     """A segment opening with a participle ("Born in", "Nicknamed") is not a subject;
     "United States" (a capitalized word follows) is."""
@@ -315,7 +339,7 @@ class RuleClaimExtractor:
     def _resolve_subject(self, body: str, refs: _Referents):
         """`body` with a pronoun or definite-description subject replaced by its referent, the
         subject's span and text; `refs` moves on to this sentence's named subject."""
-        span = find_subject(body)
+        span = dated_subject(body) or find_subject(body)
         subject = body[span[0]:span[1]] if span else None
         referent, pronoun = None, re.match(r"(?:he|she|it|they)\b", subject or "", re.IGNORECASE)
         if pronoun:  # "He", and "He also", "She later", "He and his brother": the pronoun is the subject

@@ -24,6 +24,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from .claims import prompt_person
+from .subject import name_keys
 from .text import content_keys, negation_count, number_keys
 
 EXACT = "identical"
@@ -32,6 +34,19 @@ MUTUAL = "entail each other"
 CONTAINED = "an earlier claim holds its content words"
 ENTAILED = "an earlier claim entails it"
 _EXACT_GROUP_LIMIT = 16
+
+
+def _may_restate(a: "_Words", b: "_Words", name_words: frozenset) -> bool:
+    """Whether two claims share a content word beyond the subject's name, or a number. Every claim
+    of a bio holds the subject's name, so sharing it is no sign that two claims say the same
+    thing; pairs with nothing else in common never reach the judge, whose false "entails"
+    ("her father loved mathematics" -> "she was born into a family of mathematicians") would
+    otherwise count a new claim as said, and cut an answer short."""
+    return bool(((a.keys & b.keys) - name_words) or (a.numbers & b.numbers))
+
+
+def _name_words(subject: Optional[str]) -> frozenset:
+    return frozenset(name_keys(subject)) if subject else frozenset()
 
 
 def normalize(text: str) -> str:
@@ -95,10 +110,11 @@ class Redundancy:
         probs = self.judge.probabilities(list(hypotheses), list(premises))
         return [float(p) for p in probs[:, 0]]
 
-    def links(self, texts: Sequence[str]) -> dict[tuple[int, int], str]:
+    def links(self, texts: Sequence[str], subject: Optional[str] = None) -> dict[tuple[int, int], str]:
         """(i, j) with i < j -> why the two claims are one: identical, or entailing each other.
-        Only pairs sharing a content word go to the judge (two claims with no word in common
-        cannot restate each other)."""
+        Only pairs sharing a content word other than the subject's name, or a number, go to the
+        judge (two claims with nothing else in common cannot restate each other)."""
+        name_words = _name_words(subject)
         norm = [normalize(t) for t in texts]
         words = [_Words.of(t) for t in texts]
         out: dict[tuple[int, int], str] = {}
@@ -108,7 +124,7 @@ class Redundancy:
                 out[(i, j)] = EXACT
             elif words[i].within(words[j]) and words[j].within(words[i]):
                 out[(i, j)] = SAME_WORDS
-            elif words[i].keys & words[j].keys:
+            elif _may_restate(words[i], words[j], name_words):
                 pairs.append((i, j))
         if pairs:
             fwd = self._support([texts[j] for i, j in pairs], [texts[i] for i, j in pairs])
@@ -118,14 +134,17 @@ class Redundancy:
                     out[(i, j)] = MUTUAL
         return out
 
-    def group(self, texts: Sequence[str]) -> Grouping:
-        """CORE's unique claims: a maximum set of claims no two of which are linked."""
-        links = self.links(texts)
+    def group(self, texts: Sequence[str], subject: Optional[str] = None) -> Grouping:
+        """CORE's unique claims: a maximum set of claims no two of which are linked. `subject`:
+        whom the answer is about (its name words alone link no claims)."""
+        links = self.links(texts, subject)
         return select_unique(len(texts), links)
 
-    def novel(self, claims: Sequence[str], earlier: Sequence[str]) -> list[Optional[tuple[int, str]]]:
+    def novel(self, claims: Sequence[str], earlier: Sequence[str],
+              subject: Optional[str] = None) -> list[Optional[tuple[int, str]]]:
         """For each claim, (the index of an earlier claim that already says it, why), or None
-        when the claim adds something to the answer."""
+        when the claim adds something to the answer (about `subject`, see `links`)."""
+        name_words = _name_words(subject)
         out: list[Optional[tuple[int, str]]] = [None] * len(claims)
         norm_earlier = {normalize(e): k for k, e in reversed(list(enumerate(earlier)))}
         earlier_words = [_Words.of(e) for e in earlier]
@@ -138,7 +157,7 @@ class Redundancy:
                 if k is not None:
                     out[i] = (k, CONTAINED)
                     continue
-                pairs += [(i, k) for k, e in enumerate(earlier_words) if w.keys & e.keys]
+                pairs += [(i, k) for k, e in enumerate(earlier_words) if _may_restate(w, e, name_words)]
             else:
                 out[i] = (k, EXACT)
         if pairs:
@@ -201,7 +220,7 @@ def _independent(comp: list[int], adj: dict[int, set[int]]) -> set[int]:
 
 
 def sentence_repeats(redundancy: Redundancy, text: str, claims: Sequence[str], earlier_texts: Sequence[str],
-                     earlier_claims: Sequence[str]) -> list[dict]:
+                     earlier_claims: Sequence[str], subject: Optional[str] = None) -> list[dict]:
     """Why a sentence adds nothing to the answer before it (its text is an earlier sentence's, or
     every claim of it is already said), one entry per claim; [] when it adds something. A sentence
     with no claim adds nothing checkable, but is a repeat only when its text is."""
@@ -209,7 +228,7 @@ def sentence_repeats(redundancy: Redundancy, text: str, claims: Sequence[str], e
         return [{"claim": text, "earlier": text, "why": "the same sentence"}]
     if not claims or not earlier_claims:
         return []
-    said = redundancy.novel(list(claims), list(earlier_claims))
+    said = redundancy.novel(list(claims), list(earlier_claims), subject)
     if any(s is None for s in said):
         return []
     return [{"claim": c, "earlier": earlier_claims[k], "why": why} for c, (k, why) in zip(claims, said)]
@@ -225,7 +244,7 @@ def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> t
     for a, b in sentence_spans(text):
         sentence = text[a:b]
         found = [c.text for c in extractor.extract(sentence, context=kept or None, prompt=prompt).claims]
-        why = sentence_repeats(redundancy, sentence, found, texts, claims)
+        why = sentence_repeats(redundancy, sentence, found, texts, claims, prompt_person(prompt))
         if why:
             dropped.append({"sentence": sentence, "repeats": why})
         else:

@@ -20,7 +20,12 @@ by construction (the evidence is the topic's own page); a retriever does not. Th
   by the full name, or by one of its name words that the passage's title does not share
   ("Marie" against Pierre Curie's article; never the shared "Curie", nor a title such as
   "King"). The rest of the passage is about someone else, and its pronouns are that person.
-  The title line stays, so the judge sees whose passage it reads. When no sentence names the
+  A name that is only a point of comparison or an epithet of the passage's own subject does
+  not count ("evoked comparisons to Marie Curie", "nicknamed the "Chinese Marie Curie"" in
+  Chien-Shiung Wu's article); a relation does ("his wife, Marie Curie", "studied under Marie
+  Curie"). The title's name stays, so the judge sees whose passage it reads, but not its
+  description: "(Chinese-American physicist (1912–1997))" is the other person's, and beside a
+  sentence naming Marie Curie it lent her claim the year 1912. When no sentence names the
   claim's subject, the passage cannot support the claim and is dropped for it.
 
 This is a filter on evidence, not a judge: it never makes a claim supported, it only keeps
@@ -34,7 +39,7 @@ import re
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from .claims import LEADING_NON_SUBJECT, find_subject, prompt_person
+from .claims import LEADING_NON_SUBJECT, dated_subject, find_subject, prompt_person
 from .text import NOT_NAMES, WORD_RE, fold, sentence_spans
 from .types import Evidence
 
@@ -129,7 +134,7 @@ def claim_subject(claim: str, prompt: Optional[str] = None) -> Optional[str]:
 
 def _subject_text(claim: str) -> str:
     """The claim's grammatical subject, or where none is found, the name it opens with."""
-    span = find_subject(claim)
+    span = dated_subject(claim) or find_subject(claim)
     if span:
         return claim[span[0]:span[1]]
     first = name_runs(claim)[:1]
@@ -139,15 +144,105 @@ def _subject_text(claim: str) -> str:
 def names_subject(sentence: str, subject: str, other: str) -> bool:
     """Does `sentence` name `subject` in a way `other`'s name cannot explain: the full name, or
     a capitalized word of it that `other` does not share and that is no title ("Marie" against
-    Pierre Curie; a lowercase "grace" is no Grace Hopper)."""
-    if re.search(rf"(?<!\w){re.escape(subject)}(?!\w)", sentence):
+    Pierre Curie; a lowercase "grace" is no Grace Hopper), somewhere other than as a point of
+    comparison or an epithet of `other` (`_incidental`)."""
+    return any(not _incidental(sentence, a, b) for a, b in mentions(sentence, subject, other))
+
+
+_RUN_GAP = re.compile(rf"\s*-?\s*|\s+(?:{'|'.join(sorted(_PARTICLES))})\s+")
+
+
+def mentions(sentence: str, subject: str, other: str) -> list[tuple[int, int]]:
+    """Spans where `sentence` names `subject` (see `names_subject`): each full name, and each run
+    of the name's capitalized words holding one that `other` does not share ("Marie Curie" and
+    "Curie" in "Marie Curie ... the Chinese Madame Curie", against Chien-Shiung Wu)."""
+    spans = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(subject)}(?!\w)", sentence)]
+    keys = name_keys(subject)
+    own = keys - name_keys(other) - HONORIFICS
+    runs: list[list[re.Match]] = []
+    for m in WORD_RE.finditer(sentence):
+        w = m.group(0)
+        if not (w[:1].isupper() and fold(w) in keys and w.lower() not in NOT_NAMES):
+            continue
+        if runs and _RUN_GAP.fullmatch(sentence[runs[-1][-1].end():m.start()]):  # "Marie Curie", "da Vinci"
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    for run in runs:
+        a, b = run[0].start(), run[-1].end()
+        if own & {fold(m.group(0)) for m in run} and not any(x < b and a < y for x, y in spans):
+            spans.append((a, b))
+    return sorted(spans)
+
+
+# A name as a point of comparison or an epithet, not a person the sentence speaks about: the text
+# before the name ends with a word of comparison or naming (`_incidental`).
+_FUNCTION = r"(?:of|with|in|on|at|to|for|from|by|under|and|or|as|his|her|their|its)\b"
+_DET = rf"(?:(?:the|a|an)\s+(?:(?!{_FUNCTION})[\w'’-]+\s+){{0,2}})?"  # "compared to the great", "like a young"
+_COMPARED = re.compile(
+    r"(?:\b(?:compar\w*|liken\w*)(?:\s+[\w'’-]+){0,3}?\s+(?:to|with)(?:\s+th(?:at|ose) of)?"  # "compared her to"
+    r"|\bcompar\w*\s+between(?:\s+[\w'’-]+){1,3}?\s+and"  # "comparisons between Wu and"
+    r"|\b(?:similar|analogous|akin|equivalent|parallels?)\s+(?:to|with)"
+    r"|(?:^|[,;(.!?]|\b(?:and|just|much|very|not|looks?|looked|sounds?|sounded|seem(?:s|ed)?))\s*like"  # "Like A, she"
+    r"|\b(?:unlike|than|resembl\w*|in the (?:mou?ld|vein) of)"  # "more famous than A"
+    r"|\bas\s+(?!(?:well|soon|long|far)\b)\w+\s+as"  # "as famous as A", not "as well as A"
+    r"|\b(?:nicknamed|dubbed|hailed as|nicknames?(?:\s+\w+)?\s+(?:include[sd]?|is|was|are|were))"  # "dubbed A"
+    rf")\s+{_DET}[\"“‘']?$", re.IGNORECASE)
+# "known as / called / considered the ...": a name after it is an epithet when it is a type
+# ("the Einstein of economics", "the new Einstein", "the Chinese Madame Curie", "hailed as an
+# Einstein."), not when it is the thing's own name ("known as the Prague Spring", "such as the
+# Milky Way") or modifies a noun ("regarded as a United Nations hero").
+_NAMING = re.compile(r"\b(?:(?:known|referred to|described|regarded|hailed|seen|styled|celebrated|remembered|billed)"
+                     r"\s+as|called|dubbed|nicknamed|considered)\s+(?P<art>the|a|an|another)\s+"
+                     r"(?P<adj>(?:[\w'’-]+\s+){0,3})$", re.IGNORECASE)
+# Adjectives that make a name a type ("the new Einstein"); not "young", "late", "great",
+# "future", "physicist": "the young Mozart" is Mozart himself.
+_EPITHET_WORDS = frozenset("new next modern modern-day latter-day present-day female male second third".split())
+_DEMONYM = re.compile(r"[A-Z][a-z]+(?:ese|an|sh|ch|ic|i)")  # "Chinese", "American", "Polish", "Dutch", "Israeli"
+_ADDRESS = {"madame", "madam", "mme", "monsieur", "mr", "mrs", "ms", "miss", "mister"}
+_TITLES = HONORIFICS | _ADDRESS | {"dr", "doctor", "professor"}
+_BARE_EPITHET = re.compile(rf"\b(?P<art>[Tt]he)\s+(?P<adj>[A-Z]\w+\s+(?i:{'|'.join(sorted(_ADDRESS))})\.?\s+)$")
+
+
+def _quoted_epithet(sentence: str, start: int, end: int) -> bool:
+    """Is the name inside a short quotation that says more than the name: a nickname (the
+    "Chinese Marie Curie"), not a work's title ("Johnny B. Goode") nor a long quoted remark."""
+    before = sentence[:start]
+    if before.count('"') % 2:
+        opened, close = before.rfind('"'), '"'
+    elif before.rfind("“") > before.rfind("”"):
+        opened, close = before.rfind("“"), "”"
+    else:
+        return False
+    closed = sentence.find(close, end)
+    quote = sentence[opened + 1:closed if closed >= 0 else len(sentence)].strip(" ,.;:!?")
+    return quote != sentence[start:end] and len(quote.split()) <= 6
+
+
+def _incidental(sentence: str, start: int, end: int) -> bool:
+    """Is the name at `sentence[start:end]` only a comparison or an epithet of the passage's own
+    subject: a nickname in quotes (the "Chinese Marie Curie"), after a word of comparison or of
+    nicknaming ("evoked comparisons to Marie Curie", "likened to", "Like A, ...", "than",
+    "dubbed"), a type after "known as / called / considered" ("the Einstein of economics", "the
+    new Einstein", "the Chinese Madame Curie"), or "the Chinese Madame Curie" with no such word.
+    A name after a relation ("his wife, Marie Curie", "studied under Marie Curie", "Marie
+    Curie's student", "the physicist Marie Curie", "the young Mozart") is the person: kept."""
+    before, after = sentence[:start], sentence[end:]
+    if _quoted_epithet(sentence, start, end) or _COMPARED.search(before):
         return True
-    own = name_keys(subject) - name_keys(other) - HONORIFICS
-    return bool(own & name_keys(sentence))
+    m = _NAMING.search(before) or _BARE_EPITHET.search(before)
+    if m is None or re.search(r"\bwhat(?:\s+\w+){0,2}\s+$", before[:m.start()]):
+        return False  # "what is now called the Standard Model of particle physics": a thing's own name
+    adj = [w for w in m.group("adj").split() if w.lower().strip(".") not in _TITLES]
+    if not adj:  # "known as the Marie Curie of China", "hailed as an Einstein."; not "known as the Big Bang."
+        return bool(re.match(r"\s+of\b", after) or m.group("art").lower() != "the"
+                    and re.match(r"\s*(?:[,.;:!?)\"”]|$)", after))
+    # "the new Einstein" (not "the Second Gulf War"), "the Chinese Madame Curie"
+    return all(w in _EPITHET_WORDS for w in adj) or (len(adj) == 1 and bool(_DEMONYM.fullmatch(adj[0])))
 
 
 def restrict(ev: Evidence, subject: str) -> Optional[Evidence]:
-    """`ev` as evidence about `subject` (see the module docstring): unchanged, its title line
+    """`ev` as evidence about `subject` (see the module docstring): unchanged, its title's name
     and the sentences that name `subject`, or None when it says nothing about them."""
     about = passage_subject(ev)
     if about is None or same_subject(subject, about):
@@ -158,7 +253,9 @@ def restrict(ev: Evidence, subject: str) -> Optional[Evidence]:
     kept = [body[a:b] for a, b in sentence_spans(body) if names_subject(body[a:b], subject, about)]
     if not kept:
         return None
-    return replace(ev, text=ev.text[:start] + " ".join(kept))
+    # the title's name only: its description and dates ("(physicist (1912–1997))") are the
+    # other person's, and read beside the subject's name they lend the claim the wrong year
+    return replace(ev, text=(f"{head[0]}: " if head else "") + " ".join(kept))
 
 
 def bind(claim: str, evidence: Sequence[Evidence], prompt: Optional[str] = None
