@@ -682,3 +682,33 @@ def test_a_last_sentence_the_budget_cut_right_after_its_end_is_checked():
     r = make(text_script(fixed(f"{A} {C} {A} {B_RIGHT}")), checker, max_new_tokens=budget).generate(PROMPT)
     assert checker.calls[:3] == [A, C, A]  # the last one ended with the budget and is checked: a repeat
     assert r.text.strip() == f"{A} {C}" and r.stats["repeats_rejected"] >= 1
+
+
+@pytest.mark.parametrize("policy", ["keep_best", "drop"])
+def test_a_greedy_retry_under_the_same_memory_is_not_decoded_again(policy, monkeypatch):
+    """With no feedback to add (and nothing retrieved), a greedy retry would read exactly what the
+    failed attempt read and write it again: the loop gives up at once instead of decoding and
+    judging a copy. The answer is the one the loop writes when it decodes the copies (the
+    reference, the shortcut turned off), with fewer tokens decoded and fewer checks."""
+    from ewe.controller.controlled_run import ControlledRun
+
+    def run():
+        checker = ScriptedChecker(false={B_WRONG})
+        return make(text_script(fixed(f"{A} {B_WRONG} {C}")), checker, feedback=[], max_retries=2,
+                    on_retries_exhausted=policy).generate(PROMPT)
+
+    fast = run()
+    monkeypatch.setattr(ControlledRun, "_retry_would_repeat", lambda self, sentence: False)
+    reference = run()
+    assert fast.text == reference.text and fast.token_ids == reference.token_ids
+    assert fast.stats["decoded_tokens"] < reference.stats["decoded_tokens"]
+    assert fast.stats["checks"] < reference.stats["checks"]
+    why = [e["why"] for e in events(fast, "retries_exhausted")]
+    assert why == ["a retry would write attempt 1 again (greedy, the memory it was written under)"]
+    assert [e["why"] for e in events(reference, "retries_exhausted")] == ["attempt 2 repeats attempt 1"]
+
+
+def test_a_retry_after_the_memory_changed_is_decoded():
+    """Feedback in memory changes what the retry reads: it is decoded (and here corrected)."""
+    r = make(text_script(corrected_by_feedback()), ScriptedChecker(false={B_WRONG})).generate(PROMPT)
+    assert B_RIGHT in r.text and not events(r, "retries_exhausted")

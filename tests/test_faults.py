@@ -207,10 +207,11 @@ def comparable(record: dict) -> dict:
 
 
 def comparable_details(record: dict) -> dict:
-    """A scoring details line (ewe/eval/scorer.py) without its one timing: stats.total_s, copied
-    from the result line (wall-clock seconds that prompt took)."""
+    """A scoring details line (ewe/eval/scorer.py) without its timings, copied from the result
+    line: stats.total_s (wall-clock seconds that prompt took) and stats.time_parts (its parts)."""
     r = json.loads(json.dumps(record))
     r["stats"].pop("total_s")
+    r["stats"].pop("time_parts")
     return r
 
 

@@ -73,10 +73,15 @@ class ControlledRun(Hook):
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
         self.subject = prompt_person(prompt)  # whom retrieved passages must be about (None: any)
+        # the memory's version (one more at each change) that each answer token was sampled under:
+        # a greedy retry under the same memory as its attempt would write that attempt again
+        self.memory_version = 0
+        self.sampled_under: dict[int, int] = {}
 
     # -- memory ------------------------------------------------------------------------
 
     def _memory_changed(self, why: str) -> None:
+        self.memory_version += 1
         if self.session is not None:
             self.session.set_memory(self.memory.state(), reencode=self.runtime.config.memory.reencode_context)
         self.trace.add("memory", why=why, pools=self.memory.describe(), units=len(self.memory))
@@ -139,6 +144,7 @@ class ControlledRun(Hook):
         for sched in self.schedules.values():
             sched.forget_from(start)
         self.attempts = {s: a for s, a in self.attempts.items() if s <= start}
+        self.sampled_under = {p: v for p, v in self.sampled_under.items() if p < start}
         self.backtracks += 1
         self.trace.add("backtrack", why=why, start_token=start, removed_tokens=len(self.tracker.tokens) - start,
                        removed_text=self.tracker.decode(start), attempt=attempt,
@@ -212,12 +218,27 @@ class ControlledRun(Hook):
             self._add_units([f["text"] for f in feedback], "feedback",
                             [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
         repeated = next((i for i, a in enumerate(history[:-1], 1) if a.tokens == history[-1].tokens), None)
+        if len(history) <= self.cfg.max_retries and repeated is None and self._retry_would_repeat(sentence):
+            why = f"a retry would write attempt {len(history)} again (greedy, the memory it was written under)"
+            return self._give_up(sentence.start, history, feedback, why, repeats)
         if len(history) <= self.cfg.max_retries and repeated is None:
             self.rewriting = sentence.start
             return self._backtrack(sentence.start, "repeats" if repeats else "unsupported claims", len(history),
                                    feedback)
         why = f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up"
         return self._give_up(sentence.start, history, feedback, why, repeats)
+
+    def _retry_would_repeat(self, sentence: Sentence) -> bool:
+        """Whether rewriting `sentence` now would decode it again token for token: the retry is
+        greedy, and every token of it was sampled under the memory the model reads now (no
+        retrieval or feedback changed it since), so the same context gives the same logits. Half
+        the greedy retries of configs/ewe.yaml were such copies, each decoded and judged in vain
+        (docs/BENCHMARKS.md). Not with the context re-encoded at a refresh, nor for restored tokens
+        (no record of what they were sampled under)."""
+        if self.retry_sampler is not None or self.runtime.config.memory.reencode_context:
+            return False
+        versions = [self.sampled_under.get(p) for p in range(sentence.start, sentence.end)]
+        return bool(versions) and all(v == self.memory_version for v in versions)
 
     def _give_up(self, start: int, history: list[Attempt], feedback: list[dict], why: str,
                  repeats: bool = False) -> Rewind | None:
@@ -374,6 +395,7 @@ class ControlledRun(Hook):
             sched.tick()
 
     def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | None:
+        self.sampled_under[len(self.tracker.tokens) - 1] = self.memory_version
         self._new_sentences(completed)
         return self._pauses(final=False)
 
