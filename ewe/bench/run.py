@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..argtypes import positive_int
 from ..config import EWEConfig
-from ..stats import decode_step_s, time_parts
+from ..stats import decode_step_s, in_decode_steps, time_parts
 
 PROMPTS = Path(__file__).resolve().parents[2] / "examples" / "prompts" / "bio.jsonl"
 TARGET = 1.5
@@ -105,8 +105,7 @@ def _mean_parts(xs: list[dict]) -> dict | None:
     steps = [x["decode_step_s"] for x in xs if x["decode_step_s"]]
     step = statistics.median(steps) if steps else None
     seconds = {k: statistics.mean(x["parts_s"][k] for x in xs) for k in xs[0]["parts_s"]}
-    return {"seconds": seconds, "decode_step_s": step,
-            "decode_steps": {k: (v / step if step else None) for k, v in seconds.items()}}
+    return {"seconds": seconds, "decode_step_s": step, "decode_steps": in_decode_steps(seconds, step)}
 
 
 def run_bench(ewe, prompts: list[str], include_memory_only: bool = False, runners: dict | None = None) -> dict:
