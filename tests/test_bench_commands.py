@@ -249,5 +249,6 @@ def test_run_compares_several_configurations_with_the_first_as_baseline(tmp_path
     parts = r["summary"]["checked"]["time_parts"]
     assert {"decode", "checks", "candidate rounds", "backtracks"} <= set(parts["seconds"])
     assert parts["decode_steps"]["decode"] == pytest.approx(parts["seconds"]["decode"] / parts["decode_step_s"])
-    assert "where the time goes" in out and re.search(r"checked: prefill [\d.]+ s \(\d+\)", out)
+    # parts under 5 ms are not printed (the tiny model's prefill may be one), so any part will do
+    assert "where the time goes" in out and re.search(r"checked: \w[\w +]* [\d.]+ s \(\d+\)", out)
     assert "target: checked wall time per prompt <= 1.5x ra-1" in out
