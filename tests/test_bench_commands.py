@@ -219,14 +219,21 @@ def test_run_compares_methods_on_the_same_prompts(tmp_path, monkeypatch, capsys)
     assert "same prompts" in out
 
 
-def test_run_compares_several_configurations_with_the_first_as_baseline(tmp_path, monkeypatch, capsys):
-    """`--config A --config B`: each file is a method named by it, the first the baseline; the second
-    shares the first's model, datastore and checker; each method's time is broken down."""
+def _ra_and_checked(tmp_path, verify_interval: int = 4):
+    """Two configuration files on the fake datastore: RA-1 and a checked EWE (ra-1.yaml, checked.yaml)."""
     common = {"memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
               "retrieval": {"source": "fake", "top_k": 1}}
     ra, ewe_cfg = tmp_path / "ra-1.yaml", tmp_path / "checked.yaml"
     ra.write_text(yaml.safe_dump({**common, "retrieval": {**common["retrieval"], "placement": "prompt"}}))
-    ewe_cfg.write_text(yaml.safe_dump({**common, "controller": {"verify_trigger": "interval", "verify_interval": 4}}))
+    ewe_cfg.write_text(yaml.safe_dump({**common, "controller": {"verify_trigger": "interval",
+                                                                "verify_interval": verify_interval}}))
+    return ra, ewe_cfg
+
+
+def test_run_compares_several_configurations_with_the_first_as_baseline(tmp_path, monkeypatch, capsys):
+    """`--config A --config B`: each file is a method named by it, the first the baseline; the second
+    shares the first's model, datastore and checker; each method's time is broken down."""
+    ra, ewe_cfg = _ra_and_checked(tmp_path)
     model = scripted_model(text_script(corrected_by_feedback(needs=2)))
     store, checker = FakeDatastore(), ScriptedChecker(false={B_WRONG})
     loads = []
@@ -252,3 +259,50 @@ def test_run_compares_several_configurations_with_the_first_as_baseline(tmp_path
     # parts under 5 ms are not printed (the tiny model's prefill may be one), so any part will do
     assert "where the time goes" in out and re.search(r"checked: \w[\w +]* [\d.]+ s \(\d+\)", out)
     assert "target: checked wall time per prompt <= 1.5x ra-1" in out
+
+
+def test_run_writes_the_timed_answers_and_resumes(tmp_path, monkeypatch, capsys):
+    """--out: each method's answers go to DIR/NAME.jsonl as they finish, in ewe run's format (the
+    scorer reads them); a rerun with more prompts times only the new ones and reports over all."""
+    from ewe.eval.scorer import read_results
+
+    ra, ewe_cfg = _ra_and_checked(tmp_path)
+    model = scripted_model(text_script(corrected_by_feedback(needs=2)))
+    store, checker = FakeDatastore(), ScriptedChecker(false={B_WRONG})
+    generated = []
+    plain = EWE.generate
+
+    def generate(self, prompt, **kw):
+        if not kw:  # not the warm-up
+            generated.append(prompt)
+        return plain(self, prompt, **kw)
+
+    def load(args):
+        cfg = EWEConfig.from_yaml(args.config, **cli.config_overrides(args))
+        return EWE(model, tiny_tokenizer(), cfg, datastore=store, fact_checker=checker)
+
+    monkeypatch.setattr(EWE, "generate", generate)
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    out, report = tmp_path / "answers", tmp_path / "r.json"
+    argv = ["bench", "run", "--config", str(ra), "--config", str(ewe_cfg), "--out", str(out), "--json", str(report)]
+    assert cli.main(argv + ["--limit", "2"]) == 0
+    assert len(generated) == 4  # 2 prompts x 2 methods
+    first = {n: (out / f"{n}.jsonl").read_bytes() for n in ("ra-1", "checked")}
+    for n in first:
+        answers = read_results(out / f"{n}.jsonl")
+        assert len(answers) == 2 and all(a["bench_seconds"] > 0 and a["text"] for a in answers)
+    capsys.readouterr()
+    generated.clear()
+    assert cli.main(argv + ["--limit", "3"]) == 0
+    assert len(generated) == 2  # only the third prompt, once per method
+    assert "2 of the 3 prompts were timed by an earlier run" in capsys.readouterr().out
+    r = json.loads(report.read_text())
+    assert r["prompts"] == 3 and r["timed_now"] == 1 and all(len(v) == 3 for v in r["rows"].values())
+    for n, before in first.items():
+        now = (out / f"{n}.jsonl").read_bytes()
+        assert now.startswith(before) and len(read_results(out / f"{n}.jsonl")) == 3
+    # another configuration under the same name is refused, not mixed in
+    _ra_and_checked(tmp_path, verify_interval=6)
+    generated.clear()
+    assert cli.main(argv + ["--limit", "3"]) == 2
+    assert "made with another configuration" in capsys.readouterr().err and not generated

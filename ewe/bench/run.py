@@ -24,11 +24,16 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from ..argtypes import positive_int
 from ..config import EWEConfig
+from ..record_log import RecordLog
+from ..errors import RunError
+from ..runner import check_same_config, in_input_order, read_prompts
 from ..stats import decode_step_s, in_decode_steps, time_parts
 
 PROMPTS = Path(__file__).resolve().parents[2] / "examples" / "prompts" / "bio.jsonl"
@@ -44,6 +49,10 @@ def add_bench_arguments(p) -> None:
     p.add_argument("--with-memory-only", action="store_true",
                    help="with one --config: also time EWE's memory without pauses")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write each method's answers to DIR/NAME.jsonl as they finish (the format of ewe run, so "
+                        "`ewe eval score` scores the answers that were timed); a rerun resumes, timing only the "
+                        "prompts missing there, and reports over all of them")
 
 
 def methods(ewe) -> dict[str, object]:
@@ -88,8 +97,8 @@ def configured(paths: list[str], args, load_ewe) -> dict[str, object]:
     return out
 
 
-def _row(result, seconds: float) -> dict:
-    s = result.stats
+def _row(result: dict, seconds: float) -> dict:
+    s = result["stats"]
     parts = time_parts(s)
     return {"seconds": seconds, "new_tokens": s["new_tokens"], "decoded_tokens": s.get("decoded_tokens", s["new_tokens"]),
             "backtracks": s.get("backtracks", 0), "checks": s.get("checks", 0),
@@ -108,9 +117,13 @@ def _mean_parts(xs: list[dict]) -> dict | None:
     return {"seconds": seconds, "decode_step_s": step, "decode_steps": in_decode_steps(seconds, step)}
 
 
-def run_bench(ewe, prompts: list[str], include_memory_only: bool = False, runners: dict | None = None) -> dict:
+def run_bench(ewe, prompts: list[str] | list[dict], include_memory_only: bool = False, runners: dict | None = None,
+              out: Path | None = None) -> dict:
     """Time each method on every prompt, interleaved. `runners` (name -> EWE, the first the
-    baseline) replaces the default pair: RA built from `ewe`, and `ewe` itself."""
+    baseline) replaces the default pair: RA built from `ewe`, and `ewe` itself. `prompts`: texts,
+    or rows with "id" and "prompt" (as ewe run reads them). `out`: a folder where each method's
+    answers are appended as they finish (NAME.jsonl, with the seconds they took); prompts already
+    there are not run again, their recorded seconds count."""
     if runners is None:
         if not ewe.config.pauses:
             raise ValueError("ewe bench run needs a configuration with pauses (e.g. --config configs/ewe.yaml), "
@@ -118,16 +131,35 @@ def run_bench(ewe, prompts: list[str], include_memory_only: bool = False, runner
         runners = methods(ewe)
         if not include_memory_only:
             runners.pop("memory_only")
+    rows_in = [p if isinstance(p, dict) else {"id": str(i), "prompt": p} for i, p in enumerate(prompts)]
     names = list(runners)
     baseline = names[0]
-    for name in names:  # warm-up: loads each one's datastore and checker
-        runners[name].generate(prompts[0], max_new_tokens=4)
-    rows = {n: [] for n in names}
-    for i, prompt in enumerate(prompts):
-        for name in (names if i % 2 == 0 else names[::-1]):
-            t0 = time.perf_counter()
-            r = runners[name].generate(prompt)
-            rows[name].append(_row(r, time.perf_counter() - t0))
+    with ExitStack() as stack:
+        logs = {n: stack.enter_context(_answers_log(out, n, runners[n].config)) for n in names} if out else {}
+        kept = {n: {str(r["id"]): r for r in log.records()} for n, log in logs.items()}
+        todo = [r for r in rows_in if any(str(r["id"]) not in kept.get(n, {}) for n in names)]
+        if out and len(todo) < len(rows_in):
+            print(f"ewe bench run: resuming: {len(rows_in) - len(todo)} of {len(rows_in)} prompts already in {out}",
+                  file=sys.stderr)
+        if todo:
+            for name in names:  # warm-up: loads each one's datastore and checker
+                runners[name].generate(todo[0]["prompt"], max_new_tokens=4)
+        for i, row in enumerate(todo):
+            for name in (names if i % 2 == 0 else names[::-1]):
+                if str(row["id"]) in kept.get(name, {}):
+                    continue
+                t0 = time.perf_counter()
+                result = runners[name].generate(row["prompt"]).to_dict()
+                seconds = time.perf_counter() - t0
+                record = {**{k: v for k, v in row.items() if k not in ("prompt", "passages")}, **result,
+                          "bench_seconds": seconds}
+                if name in logs:
+                    logs[name].append(record)
+                kept.setdefault(name, {})[str(row["id"])] = record
+    rows = {n: [_timed_row(kept[n][str(r["id"])], out, n) for r in rows_in] for n in names}
+    if out:
+        for n in names:
+            in_input_order(out / f"{n}.jsonl", rows_in)
     base_median = statistics.median(x["seconds"] for x in rows[baseline])
     summary = {}
     for name in names:
@@ -148,25 +180,42 @@ def run_bench(ewe, prompts: list[str], include_memory_only: bool = False, runner
     target = {"ewe_over_ra_max": TARGET, "baseline": baseline,
               "value": {n: summary[n]["vs_ra"] for n in measured}}
     target["met"] = {n: v <= TARGET for n, v in target["value"].items()}
-    return {"prompts": len(prompts), "max_new_tokens": runners[names[-1]].config.decoding.max_new_tokens,
-            "baseline": baseline, "rows": rows, "summary": summary, "target": target}
+    return {"prompts": len(rows_in), "max_new_tokens": runners[names[-1]].config.decoding.max_new_tokens,
+            "baseline": baseline, "rows": rows, "summary": summary, "target": target,
+            "timed_now": len(todo)}
+
+
+def _timed_row(record: dict, out: Path | None, name: str) -> dict:
+    if not isinstance(record.get("bench_seconds"), (int, float)) or not isinstance(record.get("stats"), dict):
+        raise RunError(f"{Path(out) / (name + '.jsonl')}: the answer to prompt {record.get('id')!r} has no "
+                       "\"bench_seconds\" or \"stats\": only ewe bench run's answers can be resumed (use a new --out)")
+    return _row(record, record["bench_seconds"])
+
+
+@contextmanager
+def _answers_log(out: Path, name: str, config):
+    """NAME.jsonl in `out`, refused if an earlier run wrote it with another configuration."""
+    path = Path(out) / f"{name}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    check_same_config(path, config.model_dump(mode="json"), force=False)
+    with RecordLog(path) as log:
+        yield log
 
 
 def run_run_bench(args, load_ewe) -> int:
     from argparse import Namespace
 
-    from ..runner import read_prompts
-
     paths = args.config or [DEFAULT_CONFIG]
-    prompts = [r["prompt"] for r in read_prompts(Path(args.prompts))][: args.limit]
+    prompts = read_prompts(Path(args.prompts))[: args.limit]
+    out = Path(args.out) if args.out else None
     if len(paths) == 1:
         ewe = load_ewe(Namespace(**{**vars(args), "config": paths[0]}))
-        report = run_bench(ewe, prompts, args.with_memory_only)
+        report = run_bench(ewe, prompts, args.with_memory_only, out=out)
     else:
         if args.with_memory_only:
             raise SystemExit("ewe bench run: --with-memory-only goes with one --config (it is built from it); "
                              "with several, add the memory-only configuration as a --config (configs/ewe-memory.yaml)")
-        report = run_bench(None, prompts, runners=configured(paths, args, load_ewe))
+        report = run_bench(None, prompts, runners=configured(paths, args, load_ewe), out=out)
     report["load_average"] = os.getloadavg()
     print_report(report)
     if args.json:
@@ -179,6 +228,10 @@ def print_report(report: dict) -> None:
     vs = "vs RA" if base == "ra" else "vs 1st"
     print(f"run: {report['prompts']} prompts, max_new_tokens {report['max_new_tokens']}, methods interleaved; "
           f"baseline {base}; load average {report['load_average'][0]:.1f}")
+    earlier = report["prompts"] - report.get("timed_now", report["prompts"])
+    if earlier:
+        print(f"{earlier} of the {report['prompts']} prompts were timed by an earlier run into the same --out "
+              "(their recorded seconds count)")
     print("same prompts, model and decoding limits for every method; the methods do different work by design "
           f"(pauses, checks, rewrites): '{vs}' is the price per prompt of that work, '/tok {vs}' the cost per "
           "decoded token (discarded rewrites included), which compares answers of different lengths")
