@@ -60,3 +60,54 @@ def test_no_file_over_800_lines():
     files = EWE_FILES + sorted((ROOT / "csrc").rglob("*.[ch]*"))
     long = {_rel(p): n for p in files if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
     assert long == {}
+
+
+def _module_name(p: Path) -> str:
+    parts = list(p.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports_on_load(p: Path, modules: set[str]) -> set[str]:
+    """The ewe modules `p` imports when it is itself imported (its top-level statements, `if`
+    and `try` blocks included; imports inside functions run later and are left out)."""
+    name = _module_name(p)
+    package = name.split(".") if p.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    body = list(ast.parse(p.read_text(encoding="utf-8")).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            body += node.body + node.orelse + getattr(node, "finalbody", []) + \
+                [s for h in getattr(node, "handlers", []) for s in h.body]
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in modules}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+            for a in node.names:
+                found |= {f"{source}.{a.name}"} & modules or ({source} & modules)
+    return found - {name}
+
+
+def test_no_import_cycles():
+    """A module never needs, while it loads, a module that needs it back: every cycle is a
+    path from one module to itself in the graph of imports run on load."""
+    modules = {_module_name(p) for p in EWE_FILES}
+    graph = {_module_name(p): _imports_on_load(p, modules) for p in EWE_FILES}
+    assert graph["ewe.cli"] and graph["ewe.bench.run"]  # the walk finds imports
+
+    cycles, state = [], {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for dep in sorted(graph[module]):
+            if state.get(dep) == "open":
+                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, path + [dep])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []

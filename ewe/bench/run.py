@@ -29,7 +29,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from ..argtypes import positive_int
+from ..argtypes import config_overrides, positive_int
 from ..config import EWEConfig
 from ..record_log import RecordLog
 from ..errors import RunError
@@ -77,7 +77,6 @@ def configured(paths: list[str], args, load_ewe) -> dict[str, object]:
     from argparse import Namespace
 
     from ..api import EWE
-    from ..cli import config_overrides
 
     out: dict[str, object] = {}
     for path in paths:
