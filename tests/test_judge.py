@@ -575,6 +575,19 @@ def test_the_operating_point_weighs_false_acceptances_against_false_rejections()
     assert operating_point(_items([0.9], [0.1]), 1.0, thresholds=(0.2, 0.5))["threshold"] == 0.5  # ties: the higher
 
 
+def test_each_rewrite_rule_counts_what_it_sends_back():
+    from ewe.judge.evaluate import rewrite_rules
+
+    items = _items([0.9, 0.1, 0.1], [0.05, 0.05, 0.6, None])
+    for i, contradicted in zip(items, [False, True, False, True, False, False, False]):
+        i["contradicted"] = contradicted
+    r = rewrite_rules(items, 0.5)
+    # not_supported: every true sentence under the threshold, every other one under it (no claim: never passes)
+    assert r["not_supported"] == {"true_rewritten": round(2 / 3, 4), "others_rewritten": 0.75}
+    # contradicted: only the ones with a contradicted claim, whatever their score
+    assert r["contradicted"] == {"true_rewritten": round(1 / 3, 4), "others_rewritten": 0.25}
+
+
 def test_a_repeated_sentence_counts_once_per_article():
     from ewe.judge.evaluate import distinct
 

@@ -70,7 +70,8 @@ def cmd_eval(args) -> int:
 
 def cmd_operating_point(args) -> int:
     from .data import read
-    from .evaluate import at_threshold, distinct, make_checker, operating_point, record_operating_point, roc, scored
+    from .evaluate import (at_threshold, distinct, make_checker, operating_point, record_operating_point,
+                           rewrite_rules, roc, scored)
 
     rows = read(Path(args.labelled))
     missing = sorted({r["id"] for r in rows if r.get("split") not in ("validation", "test")})
@@ -85,6 +86,7 @@ def cmd_operating_point(args) -> int:
               else "distinct", **{k: point[k] for k in ("threshold", "false_accept_cost")},
               "validation": point, "test": at_threshold(items["test"], point["threshold"]),
               "test_at_0.5": at_threshold(items["test"], 0.5),
+              "test_rewrite_rules": rewrite_rules(items["test"], point["threshold"]),
               "roc": {s: roc(v) for s, v in items.items()}}
     print(json.dumps({k: v for k, v in report.items() if k != "roc"}, indent=2))
     if args.roc:

@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 from ..data import wiki
 from ..eval.checker_accuracy import balanced_accuracy
 from ..verify.factchecker import FactChecker
-from ..verify.types import NOT_CHECKABLE, SUPPORTED, Evidence
+from ..verify.types import NOT_CHECKABLE, SUPPORTED, UNSUPPORTED, Evidence
 from .data import read
 
 
@@ -61,8 +61,28 @@ def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
     for r in rows:
         if r["label"] == NOT_CHECKABLE:
             continue
-        out.append({"row": r, "score": sentence_score(check_row(fc, r)), "gold": r["label"] == SUPPORTED})
+        check = check_row(fc, r)
+        out.append({"row": r, "score": sentence_score(check), "gold": r["label"] == SUPPORTED,
+                    "contradicted": any(v.error is None and v.label == UNSUPPORTED for v in check.verdicts)})
     return out
+
+
+def rewrite_rules(items: list[dict], threshold: float) -> dict:
+    """What each `controller.rewrite_when` rule sends back to be written again: the share of true
+    sentences (each a wasted backtrack and candidate round) and of the others (each a chance to
+    fix one). not_supported: every sentence not passing `threshold`; contradicted: only those with
+    a claim the judge finds contradicted by its evidence (at the checker's own threshold)."""
+    pos = [i for i in items if i["gold"]]
+    neg = [i for i in items if not i["gold"]]
+
+    def share(xs, rewritten) -> float:
+        return round(sum(map(rewritten, xs)) / max(1, len(xs)), 4)
+
+    def not_supported(i) -> bool:
+        return not ((i["score"] or 0.0) > threshold)
+
+    return {rule: {"true_rewritten": share(pos, f), "others_rewritten": share(neg, f)}
+            for rule, f in (("not_supported", not_supported), ("contradicted", lambda i: i["contradicted"]))}
 
 
 def distinct(items: list[dict]) -> list[dict]:
