@@ -1,6 +1,6 @@
 """A greedy retry under the memory its attempt was written under writes the attempt again; the
 controller gives up on it without decoding (ControlledRun._retry_would_repeat). What that saves,
-on configs/ewe.yaml (greedy retries, feedback in memory): each prompt answered with the shortcut
+on configs/ewe-paper.yaml (greedy retries, feedback in memory): each prompt answered with the shortcut
 and without it (the reference decodes and judges the copy), interleaved in one process; wall
 time, tokens decoded and checks per prompt, and whether the answers are the same.
 
@@ -16,7 +16,7 @@ from ewe.controller.controlled_run import ControlledRun
 from ewe.runner import read_prompts
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--config", default="configs/ewe.yaml")
+ap.add_argument("--config", default="configs/ewe-paper.yaml")
 ap.add_argument("--prompts", default="examples/prompts/bio.jsonl")
 ap.add_argument("--limit", type=int, default=6)
 ap.add_argument("--max-new-tokens", type=int, default=128)

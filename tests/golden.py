@@ -22,9 +22,9 @@ MAX_NEW_TOKENS = 40
 METHODS = {  # name -> (config file, overrides)
     "bare": ("bare.yaml", {}),
     "ra": ("ra.yaml", {}),
-    "ewe": ("ewe.yaml", {}),
+    "ewe-paper": ("ewe-paper.yaml", {}),
     "ewe-rewrite": ("ewe-rewrite.yaml", {}),
-    "ewe-text": ("ewe-text.yaml", {}),
+    "ewe": ("ewe.yaml", {}),
     "flare": ("flare.yaml", {}),
     "streaming-vr": ("streaming-vr.yaml", {}),
     "full-vr": ("full-vr.yaml", {}),

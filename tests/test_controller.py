@@ -516,8 +516,13 @@ def test_shipped_configs_are_valid(tmp_path):
     assert {c.stem for c in configs} >= {"ewe", "rag", "flare", "bare"}
     for c in configs:
         EWEConfig.from_yaml(c)
-    ewe = EWEConfig.from_yaml(configs[0].with_name("ewe.yaml"))
-    assert (ewe.controller.retrieval_interval, ewe.controller.verify_interval) == (1, 8)
+    paper = EWEConfig.from_yaml(configs[0].with_name("ewe-paper.yaml"))
+    assert (paper.controller.retrieval_interval, paper.controller.verify_interval) == (1, 8)
+    assert paper.retrieval.placement == "memory" and paper.controller.feedback_placement == "memory"
+    # the default is the loop with the passages as text (the embedded model reads them better)
+    default = EWEConfig.from_yaml(configs[0].with_name("ewe.yaml"))
+    assert default.retrieval.placement == "prompt+memory" and default.controller.feedback_placement == "prompt"
+    assert default.controller.verify_interval == 8 and default.controller.rewrite_candidates == 4
     flare = EWEConfig.from_yaml(configs[0].with_name("flare.yaml"))
     assert flare.memory.retrieval_units == 1 and flare.controller.retrieval_trigger == "min_prob"
     rag = EWEConfig.from_yaml(configs[0].with_name("rag.yaml"))

@@ -197,7 +197,7 @@ def test_sampler():
 def test_entropy_of_banned_tokens_is_that_of_the_rest_not_nan():
     """A token the controller bans after a dropped sentence has logit -inf: 0 * log 0 counts as 0.
     A NaN there reached the sentence records (mean_entropy) and never compares equal to itself, so
-    two identical runs of ewe-rewrite / ewe-text looked different to tests/golden.py."""
+    two identical runs of ewe-rewrite / ewe-text (now ewe.yaml) looked different to tests/golden.py."""
     logits = torch.tensor([[0.0, 5.0, 1.0, 2.0], [3.0, 0.0, 0.0, 1.0]])
     banned = logits.clone()
     banned[:, 3] = float("-inf")

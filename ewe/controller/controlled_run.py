@@ -232,7 +232,7 @@ class ControlledRun(Hook):
         """Whether rewriting `sentence` now would decode it again token for token: the retry is
         greedy, and every token of it was sampled under the memory the model reads now (no
         retrieval or feedback changed it since), so the same context gives the same logits. Half
-        the greedy retries of configs/ewe.yaml were such copies, each decoded and judged in vain
+        the greedy retries of configs/ewe-paper.yaml were such copies, each decoded and judged in vain
         (docs/BENCHMARKS.md). Not with the context re-encoded at a refresh, nor for restored tokens
         (no record of what they were sampled under)."""
         if self.retry_sampler is not None or self.runtime.config.memory.reencode_context:

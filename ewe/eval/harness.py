@@ -25,7 +25,7 @@ from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_d
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 METHODS = ("bare", "ra-1", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
-           "ewe-memory")  # the shipped configs a comparison usually draws on (any configs/NAME.yaml works)
+           "ewe-paper", "ewe-memory")  # the shipped configs a comparison usually draws on (any configs/NAME.yaml works)
 
 
 def config_path(method: str) -> Path:
