@@ -10,7 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
-from .argtypes import config_overrides, positive_int
+from .argtypes import positive_int
+from .overrides import config_overrides
 from .ray_pool import add_ray_options
 
 
