@@ -31,9 +31,9 @@ from pathlib import Path
 
 from ..argtypes import positive_int
 from ..config import EWEConfig
-from ..record_log import RecordLog
 from ..errors import RunError
 from ..overrides import config_overrides
+from ..record_log import RecordLog
 from ..runner import check_same_config, in_input_order, read_prompts
 from ..stats import decode_step_s, in_decode_steps, time_parts
 

@@ -25,7 +25,7 @@ from ..stats import ControlledStats
 from ..verify.claims import prompt_person
 from ..verify.redundancy import Redundancy, sentence_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
-from ..verify.types import SUPPORTED, UNSUPPORTED, Evidence
+from ..verify.types import SUPPORTED, Evidence
 from .feedback import feedback_messages
 from .rewrites import Attempt, decode_candidates, looks_garbled
 from .schedule import PauseSchedule
@@ -373,7 +373,7 @@ class ControlledRun(Hook):
 
     def _needs_rewrite(self, check) -> bool:
         if self.cfg.rewrite_when == "contradicted":
-            return any(v.error is None and v.label == UNSUPPORTED for v in check.verdicts)
+            return check.contradicted
         return check.needs_rewrite
 
     def _new_sentences(self, sentences: list[Sentence]) -> None:

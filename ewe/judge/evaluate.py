@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 from ..data import wiki
 from ..eval.checker_accuracy import balanced_accuracy
 from ..verify.factchecker import FactChecker
-from ..verify.types import NOT_CHECKABLE, SUPPORTED, UNSUPPORTED, Evidence
+from ..verify.types import NOT_CHECKABLE, SUPPORTED, Evidence
 from .data import read
 
 
@@ -63,7 +63,7 @@ def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
             continue
         check = check_row(fc, r)
         out.append({"row": r, "score": sentence_score(check), "gold": r["label"] == SUPPORTED,
-                    "contradicted": any(v.error is None and v.label == UNSUPPORTED for v in check.verdicts)})
+                    "contradicted": check.contradicted})
     return out
 
 

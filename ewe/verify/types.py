@@ -146,6 +146,12 @@ class SentenceCheck:
         return any(v.error is None and not v.supported for v in self.verdicts)
 
     @property
+    def contradicted(self) -> bool:
+        """Some claim judged unsupported by its evidence (not merely short of it): what
+        `controller.rewrite_when: contradicted` rewrites."""
+        return any(v.error is None and v.label == UNSUPPORTED for v in self.verdicts)
+
+    @property
     def nonfactual_claims(self) -> list[Claim]:
         return [v.claim for v in self.verdicts if v.error is None and not v.supported]
 
