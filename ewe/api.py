@@ -77,7 +77,9 @@ class EWE:
         """The top `k` (default retrieval.top_k) passages (Hits) for each query."""
         return self.runtime.retrieve(queries, k)
 
-    prompt_with_passages = staticmethod(Runtime.prompt_with_passages)
+    def prompt_with_passages(self, prompt: str, passages: list[str]) -> str:
+        """`prompt` with `passages` as text, in the configured retrieval.prompt_format."""
+        return self.runtime.prompt_with_passages(prompt, passages)
 
     def fact_checker(self, need_evidence: bool = True):
         """The configured FactChecker (checker section), with this datastore as its evidence."""
@@ -188,9 +190,10 @@ class EWE:
                 are truncated with a warning). None retrieves retrieval.top_k passages for
                 each prompt from the datastore (none when retrieval.source is null); []
                 decodes without memory, exactly as the unpatched model does. With
-                retrieval.placement "prompt" (or "prompt+memory") the passages are prepended
-                as text instead; with "prompt+memory" the controller's later passages and
-                feedback still go into memory units.
+                retrieval.placement "prompt" (or "prompt+memory") the passages are written
+                into the prompt as text instead (retrieval.prompt_format); with
+                "prompt+memory" the controller's later passages and feedback still go
+                into memory units.
                 With method "cove" the baseline never reads passages: given passages
                 are the evidence for every verification answer (in place of retrieval,
                 placed by cove.passages_placement); None retrieves cove.top_k per

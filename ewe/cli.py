@@ -57,7 +57,10 @@ def _add_model_options(p: argparse.ArgumentParser, several_configs: bool = False
     r.add_argument("--top-k", dest="retrieval.top_k", type=int, help="passages retrieved for the prompt")
     r.add_argument("--threshold", dest="retrieval.threshold", type=float, help="minimum retrieval score")
     r.add_argument("--placement", dest="retrieval.placement", choices=_choices("retrieval", "placement"),
-                   help='"prompt" prepends the passages as text: the "+RA" baseline')
+                   help='"prompt": the passages as text in the prompt (retrieval.prompt_format): the "+RA" baseline')
+    r.add_argument("--prompt-format", dest="retrieval.prompt_format", choices=_choices("retrieval", "prompt_format"),
+                   help='how passages are written into a prompt: "after" the request (default), "numbered" '
+                        "before it (ewe's list until issue 30)")
     d = p.add_argument_group("decoding")
     d.add_argument("--max-new-tokens", dest="decoding.max_new_tokens", type=int)
     d.add_argument("--temperature", dest="decoding.temperature", type=float, help="0 is greedy")

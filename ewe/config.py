@@ -62,14 +62,21 @@ class RetrievalConfig(_Section):
     threshold: float | None = Field(None, allow_inf_nan=False, description="keep only passages scoring at least this")
     dedup_sources: bool = Field(True, description="at most one chunk per source article")
     placement: Literal["memory", "prompt", "prompt+memory"] = Field(
-        "memory", description='"memory": one unit per passage (EWE); "prompt": prepended as text (the "+RA" baseline); '
-                              '"prompt+memory": the passages retrieved for the prompt prepended as text, and what '
+        "memory", description='"memory": one unit per passage (EWE); "prompt": written into the prompt as text '
+                              '(the "+RA" baseline); '
+                              '"prompt+memory": the passages retrieved for the prompt as text, and what '
                               "arrives while decoding (refreshed retrieval, the checker's feedback) in memory units"
+    )
+
+    prompt_format: Literal["after", "numbered", "articles", "background"] = Field(
+        "after", description='how passages are written into a prompt (ewe/retrieval/in_prompt.py): "after" puts '
+                             'their text after the request as background (the model copies no passage head); '
+                             '"numbered" is the list before the request that ewe used until issue 30'
     )
 
     @property
     def in_prompt(self) -> bool:
-        """The passages retrieved for (or given with) the prompt are prepended as text."""
+        """The passages retrieved for (or given with) the prompt are written into it as text."""
         return self.placement in ("prompt", "prompt+memory")
 
 
@@ -131,7 +138,7 @@ class ControllerConfig(_Section):
     rewrite_max_tokens: int = Field(64, ge=4, le=1024, description="the longest candidate rewrite, in tokens")
     feedback_placement: Literal["memory", "prompt"] = Field(
         "memory", description="where the checker's feedback passages go for the rewrite: memory units "
-        "(the paper), or text prepended to the prompt of the candidates (which then re-read the prompt once)"
+        "(the paper), or text in the prompt of the candidates (which then re-read the prompt once)"
     )
     on_retries_exhausted: Literal["keep_best", "keep_last", "drop", "stop"] = Field(
         "keep_best", description="when no rewrite passes: keep the attempt with the fewest unsupported claims "
@@ -215,7 +222,7 @@ class CoveConfig(_Section):
     retrieval: bool = Field(False, description="answer each verification question with passages retrieved for it")
     top_k: int = Field(3, ge=1, le=64, description="passages retrieved per verification question")
     passages_placement: Literal["memory", "prompt"] = Field(
-        "prompt", description='"prompt": the passages prepended as text; "memory": one memory unit each'
+        "prompt", description='"prompt": the passages as text in the prompt; "memory": one memory unit each'
     )
     max_questions: int = Field(8, ge=1, le=100, description="verification questions kept, first ones first")
     question_tokens: int = Field(128, ge=8, le=32_768, description="tokens for the planned list of questions")

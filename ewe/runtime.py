@@ -15,6 +15,7 @@ from .engine import DecodingSession, Sampler, TokenLoop
 from .errors import InputError
 from .memory import MemoryState, UnitEncoder, WorkingMemory
 from .result import GenerationResult
+from .retrieval.in_prompt import PASSAGE_FORMATS
 from .stats import PlainStats
 
 
@@ -149,13 +150,11 @@ class Runtime:
         return self.datastore.search(queries, k=ret.top_k if k is None else k, threshold=ret.threshold,
                                      dedup_sources=ret.dedup_sources)
 
-    @staticmethod
-    def prompt_with_passages(prompt: str, passages: list[str]) -> str:
-        """The "+RA" baseline's prompt: the passages as numbered text before the request."""
+    def prompt_with_passages(self, prompt: str, passages: list[str]) -> str:
+        """`prompt` with `passages` written in as text, in the configured retrieval.prompt_format."""
         if not passages:
             return prompt
-        listed = "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
-        return f"Relevant passages:\n{listed}\n\n{prompt}"
+        return PASSAGE_FORMATS[self.config.retrieval.prompt_format](prompt, list(passages))
 
     def new_memory(self) -> WorkingMemory:
         """An empty working memory with this configuration's pools, sharing the unit encoder."""

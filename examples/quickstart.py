@@ -2,11 +2,11 @@
 on the same prompt, and an independent checker counts what each answer got right:
 
   - bare: the model alone;
-  - +RA: the passages retrieved for the prompt prepended to it as text;
-  - EWE (configs/ewe-rewrite.yaml): the same passages in the prompt, then pauses to refresh
-    the working memory and to fact-check each new sentence; a sentence that fails is taken
-    back, the checker's evidence goes into memory, and 4 rewrites decoded together are judged
-    (the supported one is kept). The controller's trace is printed, then what the checks
+  - +RA: the passages retrieved for the prompt written into it as text;
+  - EWE (configs/ewe.yaml, the default): the same passages in the prompt, then a fact-check
+    of each new sentence; a sentence that fails is taken back, and 4 rewrites decoded together
+    with the checker's passages in their prompt are judged (the supported one is kept, else
+    the sentence is dropped). The controller's trace is printed, then what the checks
     changed: each rejected sentence beside the sentence kept in its place.
 
 The closing lines count each answer's sentences and claims that the scoring checker
@@ -29,7 +29,7 @@ from ewe.data import wiki
 from ewe.eval.scorer import Scorer
 from ewe.runtime import Runtime
 
-CONFIG = "configs/ewe-rewrite.yaml"
+CONFIG = "configs/ewe.yaml"
 prompt = sys.argv[1] if len(sys.argv) > 1 else "Tell me a bio of Marie Curie."
 ewe = EWE.from_config(CONFIG, **{"decoding.max_new_tokens": 120})
 print(f"model loaded in {ewe.load_report.seconds:.1f} s ({'cache' if ewe.load_report.from_cache else 'first load'})")
@@ -53,7 +53,7 @@ off = {"controller.retrieval_trigger": "never", "controller.verify_trigger": "ne
 answers = {"bare model": variant(**off).generate(prompt, passages=[])}
 show("bare model (no passages)", answers["bare model"])
 answers["+RA"] = variant(**off, **{"retrieval.placement": "prompt"}).generate(prompt)
-show(f"+RA: the {len(answers['+RA'].retrieved)} passages retrieved for the prompt prepended as text", answers["+RA"])
+show(f"+RA: the {len(answers['+RA'].retrieved)} passages retrieved for the prompt, as text in it", answers["+RA"])
 
 r = answers["EWE"] = ewe.generate(prompt)
 print(f"\n--- EWE ({CONFIG}): the controller's trace ---")

@@ -472,6 +472,20 @@ def test_trace_is_json_and_renders():
     assert "backtrack #1" in text and B_WRONG in text
 
 
+def test_the_trace_says_why_a_supported_candidate_was_not_kept():
+    cand = {"unsupported": 0, "garbled": False, "mean_logprob": -1.0}
+    event = {"type": "candidates", "step": 40, "round": 1, "decoded": 3, "placement": "prompt", "chosen": None,
+             "candidates": [{**cand, "text": "She was a chemist.", "verdict": "supported", "new_supported": 0},
+                            {**cand, "text": "She was born in 1867.", "verdict": "supported", "new_supported": None},
+                            {**cand, "text": "She was a chemist.", "verdict": "repeats the answer",
+                             "new_supported": None}]}
+    lines = render([event]).splitlines()
+    assert "none passed" in lines[0]
+    assert lines[1].strip() == "[supported, adds no claim the answer lacks] She was a chemist."
+    assert lines[2].strip() == "[supported] She was born in 1867."
+    assert lines[3].strip() == "[repeats the answer] She was a chemist."
+
+
 def test_controller_with_an_all_supporting_checker_decodes_like_the_plain_loop():
     cfg = EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None},
                            "decoding": {"max_new_tokens": 40}})

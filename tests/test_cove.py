@@ -14,6 +14,7 @@ from ewe.config import ConfigError, EWEConfig
 from ewe.controller import render
 from ewe.methods import cove_prompts as P
 from ewe.methods.cove import claim_for
+from ewe.retrieval.in_prompt import AFTER_LABEL as BACKGROUND
 from ewe.retrieval import Hit
 
 PROMPT = "Tell me a bio of Marie Curie."
@@ -186,7 +187,7 @@ def test_stages_run_in_order_with_the_right_inputs():
     r = make(stages, datastore=store).generate(PROMPT)  # a datastore exists, but cove.retrieval is off
     assert stages.order == ["baseline", "plan", "answer", "answer", "answer", "check", "check", "check", "revise"]
     [(baseline_prompt, _)] = stages.of("baseline")
-    assert PROMPT in baseline_prompt and "Relevant passages" not in baseline_prompt
+    assert PROMPT in baseline_prompt and BACKGROUND not in baseline_prompt
     [(plan_prompt, _)] = stages.of("plan")
     assert PROMPT in plan_prompt and BASELINE in plan_prompt
     answers = stages.of("answer")
@@ -194,7 +195,7 @@ def test_stages_run_in_order_with_the_right_inputs():
         assert f"Question: {q}" in p
         assert PROMPT not in p and not any(s in p for s in (S1, S2, S3))  # factored: the baseline is not there
         assert sum(f"Question: {x}" in p for x in QUESTIONS) == 1  # nor the other questions
-        assert "Relevant passages" not in p and units == 0
+        assert BACKGROUND not in p and units == 0
     assert store.queries == []  # no retrieval without cove.retrieval
     for (p, _), q, claim in zip(stages.of("check"), QUESTIONS, (S1, S2, S3)):
         assert f"Claim: {claim}" in p and q in p and ANSWERS[q] in p
@@ -240,7 +241,7 @@ def test_retrieval_puts_each_questions_passages_in_its_prompt_only():
     for (p, units), q in zip(stages.of("answer"), QUESTIONS):
         assert f"Passage 0 on {q}" in p and f"Passage 1 on {q}" in p and units == 0
         assert sum(f"Passage 0 on {x}" in p for x in QUESTIONS) == 1
-        assert p.index("Relevant passages") < p.index("Question:")
+        assert p.index("Question:") < p.index(f"Passage 0 on {q}")  # the request first (retrieval.prompt_format)
     for stage in ("baseline", "plan", "check", "revise"):
         assert all("Passage 0 on" not in p for p, _ in stages.of(stage))
     ans = events(r, "cove_answer")
@@ -255,7 +256,7 @@ def test_retrieval_into_memory_gives_units_to_the_answers_only():
     r = make(stages, datastore=store, retrieval=True, top_k=2, passages_placement="memory").generate(PROMPT)
     assert [u for _, u in stages.of("answer")] == [2, 2, 2]
     assert all(u == 0 for s, _, u in stages.calls if s != "answer")
-    assert all("Relevant passages" not in p for _, p, _ in stages.calls)
+    assert all(BACKGROUND not in p for _, p, _ in stages.calls)
     assert r.text == REVISED and events(r, "cove_answer")[0]["placement"] == "memory"
 
 
@@ -265,10 +266,10 @@ def test_given_passages_are_the_evidence_in_place_of_retrieval():
     ewe.generate(PROMPT, passages=["Marie Curie was born in Warsaw in 1867."])
     assert store.queries == []
     assert all("Marie Curie was born in Warsaw in 1867." in p for p, _ in stages.of("answer"))
-    assert all("Relevant passages" not in p for p, _ in stages.of("baseline") + stages.of("revise"))
+    assert all(BACKGROUND not in p for p, _ in stages.of("baseline") + stages.of("revise"))
     stages.calls.clear()
     ewe.generate(PROMPT, passages=[])  # [] = no evidence at all
-    assert store.queries == [] and all("Relevant passages" not in p for _, p, _ in stages.calls)
+    assert store.queries == [] and all(BACKGROUND not in p for _, p, _ in stages.calls)
 
 
 def test_unparsable_plan_falls_back_to_one_question_per_sentence():

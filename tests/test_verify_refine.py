@@ -14,6 +14,7 @@ from ewe.config import ConfigError, EWEConfig
 from ewe.controller import render
 from ewe.methods import vr_prompts as P
 from ewe.eval.metric import vr_efficiency as efficiency
+from ewe.retrieval.in_prompt import AFTER_LABEL
 
 PROMPT = "Tell me a bio of Marie Curie."
 S1, R1 = "Marie Curie was born in Paris.", "Marie Curie was born in Warsaw."
@@ -223,16 +224,17 @@ def test_efficiency_is_one_minus_the_ratio_of_mean_refinement_tokens():
 # -- passages, trace, configuration -------------------------------------------------------------
 
 
-def test_open_book_lists_retrieved_passages_before_the_prompt_for_generator_and_refiner():
+def test_open_book_gives_retrieved_passages_with_the_prompt_to_generator_and_refiner():
     script = Script([f"{S1} {S2}", f"{R1} {S2}"], {S1: R1})
     store = FakeDatastore()
     ewe, _ = make(script, datastore=store, open_book=True)
     r = ewe.generate(PROMPT)
     assert store.queries == [PROMPT] and [h["title"] for h in r.retrieved] == ["T0", "T1"]
     [gen] = script.of("generate")[:1]
-    assert f"[1] Passage 0 on {PROMPT}" in gen and gen.index("Relevant passages") < gen.index(PROMPT)
+    assert ewe.prompt_with_passages(PROMPT, [f"Passage 0 on {PROMPT}", f"Passage 1 on {PROMPT}"]) in gen
+    assert gen.index(PROMPT) < gen.index(f"Passage 0 on {PROMPT}")  # the request first (retrieval.prompt_format)
     [refine] = script.of("sentence")
-    assert f"[2] Passage 1 on {PROMPT}" in refine
+    assert f"Passage 1 on {PROMPT}" in refine
 
 
 def test_given_passages_replace_retrieval_and_empty_ones_mean_closed_book():
@@ -243,7 +245,7 @@ def test_given_passages_replace_retrieval_and_empty_ones_mean_closed_book():
     ewe.generate(PROMPT, passages=[])
     assert store.queries == []
     gens = script.of("generate")
-    assert "[1] Given passage." in gens[0] and "Relevant passages" not in gens[1]
+    assert "Given passage." in gens[0] and AFTER_LABEL in gens[0] and AFTER_LABEL not in gens[1]
 
 
 def test_result_and_trace_are_json_ready():

@@ -67,7 +67,7 @@ def decode_candidates(runtime, session: DecodingSession, prompt_len: int, tracke
 
     session: the answer's own session (one row, its cache holding the prompt and at least
     `start` answer tokens); it is not changed. prompt_passages: None to branch from that
-    cache; a list to re-read the prompt with these passages before it (feedback placed in
+    cache; a list to re-read the prompt with these passages in it (feedback placed in
     the prompt). Returns the complete candidate sentences (cut-off rows are dropped) and
     the tokens decoded for them, all rows together.
     """

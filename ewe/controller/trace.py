@@ -119,6 +119,8 @@ def render(events: list[dict], width: int = 100) -> str:
                 + (f"kept: {e['chosen']}" if e["chosen"] else "none passed"))
             for c in e["candidates"]:
                 mark = "garbled" if c["garbled"] else c["verdict"]
+                if mark == "supported" and c.get("new_supported") == 0:
+                    mark = "supported, adds no claim the answer lacks"  # why a supported candidate is not kept
                 out.append(textwrap.fill(f"[{mark}] {c['text']}", width, initial_indent="        ",
                                          subsequent_indent="          "))
         elif kind == "backtrack":

@@ -41,7 +41,7 @@ Answer the question with a short factual answer (one sentence).
 Question: {question}"""
 """Factored execution (CoVe step 3): one fresh prompt per question, with neither the
 baseline nor the other questions in it, so the answer cannot copy the baseline's errors.
-Retrieved passages, when used, come before it (`EWE.prompt_with_passages`) or in memory."""
+Retrieved passages, when used, are written into it (`EWE.prompt_with_passages`) or go in memory."""
 
 CHECK_TEMPLATE = """\
 Does the claim agree with the verified answer? Reply with one word: Yes or No.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -34,6 +35,36 @@ def format_passage(title: str, description: str, body: str) -> str:
     if description:
         return f"{title} ({description}): {body}"
     return f"{title}: {body}"
+
+
+def split_passage(text: str) -> tuple[str, str, str]:
+    """(title, description, body) of a passage written by format_passage; ("", "", text)
+    when it does not open with such a head. Descriptions may hold parentheses of their own
+    ("physicist (1867-1934)")."""
+    m = re.match(r"([^():\n]{1,120}?)(\s*\(|:\s)", text)
+    if not m:
+        return "", "", text
+    title, i = m.group(1).strip(), m.end()
+    if m.group(2).strip() != "(":
+        return title, "", text[i:]
+    groups = []  # "(planet) (smallest planet)": the last group is the description
+    while True:
+        start, depth = i, 1
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        if depth:
+            return "", "", text
+        groups.append((start - 1, i))
+        nxt = re.match(r"\s*\(|:\s", text[i:])
+        if not nxt:
+            return "", "", text
+        i += nxt.end()
+        if nxt.group(0).strip() == ":":
+            break
+    (d0, d1) = groups[-1]
+    title = text[:d0].strip()
+    return title, text[d0 + 1:d1 - 1], text[i:]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ import re
 from dataclasses import replace
 from typing import Optional, Sequence
 
+from ..retrieval.chunking import split_passage
 from .claims import LEADING_NON_SUBJECT, dated_subject, find_subject, prompt_person
 from .text import NOT_NAMES, WORD_RE, fold, sentence_spans
 from .types import Evidence
@@ -65,24 +66,15 @@ def same_subject(a: str, b: str) -> bool:
 def _head(text: str) -> Optional[tuple[str, int]]:
     """The "Title (description): " head of an embedded Wikipedia passage: (title, where the
     extract starts), or None when the text does not open with a title."""
-    m = re.match(r"([^():\n]{1,80}?)(?:\s*\(|:\s)", text)
-    if not m:
+    title, _, body = split_passage(text)
+    title = title.split(" (")[0].strip()  # "Mercury (planet)": the name without its disambiguation
+    if not title:
         return None
-    title, i = m.group(1).strip(), m.end()
-    while text[i - 1] == "(":  # "(planet) (description (1867–1934))": parentheses of their own inside
-        depth = 1
-        while i < len(text) and depth:
-            depth += {"(": 1, ")": -1}.get(text[i], 0)
-            i += 1
-        after = re.match(r"\s*\(|:\s", text[i:])
-        if depth or not after:
-            return None
-        i += after.end()
     words = title.split()
     if not 1 <= len(words) <= 8 or not all(w[:1].isupper() or w[:1].isdigit() or w.lower() in _PARTICLES | {"and"}
                                            for w in words) or not name_keys(title):
         return None
-    return title, i
+    return title, len(text) - len(body)
 
 
 def passage_subject(ev: Evidence) -> Optional[str]:
