@@ -1,10 +1,11 @@
 """Retrieval: a FAISS + sentence-transformers datastore of passages sized for memory units.
 
     corpus.py     read JSONL / TSV / the embedded Wikipedia summaries -> Documents
-    chunking.py   Documents -> passages of at most chunk_tokens generator tokens
+    chunking.py   Documents -> passages of at most chunk_tokens generator tokens (and back: split_passage)
     embedder.py   sentence-transformers wrapper with explicit pooling / normalization
     datastore.py  build / load / search / add a datastore folder (index, embeddings, passages, manifest)
     embedded.py   default_datastore(tokenizer): the embedded Wikipedia, built once and cached
+    in_prompt.py  how passages are written into a prompt (retrieval.prompt_format)
     cli.py        `ewe index build|search|info|add`
     bench.py      build and search benchmark on the embedded Wikipedia
 
