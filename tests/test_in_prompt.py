@@ -58,3 +58,11 @@ def test_the_runtime_writes_the_configured_format(name):
 def test_an_unknown_format_is_refused_by_name():
     with pytest.raises(ConfigError, match="prompt_format"):
         EWEConfig.build({"retrieval": {"prompt_format": "bullets"}})
+
+
+def test_the_config_offers_exactly_the_formats_that_exist():
+    from typing import get_args
+
+    from ewe.config import RetrievalConfig
+
+    assert set(get_args(RetrievalConfig.model_fields["prompt_format"].annotation)) == set(PASSAGE_FORMATS)
