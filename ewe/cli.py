@@ -22,14 +22,18 @@ def _choices(section: str, key: str) -> list[str]:
     from pydantic import BaseModel
 
     from .config import EWEConfig
+    from .methods.registry import section_model
 
     def literals(tp) -> list[str]:
         if get_origin(tp) is Literal:
             return [str(a) for a in get_args(tp)]
         return [v for a in get_args(tp) for v in literals(a)]
 
-    [section_type] = [t for t in (EWEConfig.model_fields[section].annotation, *get_args(
-        EWEConfig.model_fields[section].annotation)) if isinstance(t, type) and issubclass(t, BaseModel)]
+    if section in EWEConfig.model_fields:
+        [section_type] = [t for t in (EWEConfig.model_fields[section].annotation, *get_args(
+            EWEConfig.model_fields[section].annotation)) if isinstance(t, type) and issubclass(t, BaseModel)]
+    else:
+        section_type = section_model(section)  # a method's own section
     return literals(section_type.model_fields[key].annotation)
 
 

@@ -6,21 +6,27 @@ Errors name the setting, the value given and the limit (pydantic does the checki
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range."""
 
 
-class _Section(BaseModel):
+class Settings(BaseModel):
+    """A section of settings: unknown keys are refused, assignments checked. A method's own
+    section (ewe/methods/registry.py: `Method.Options`) subclasses it in the method's module."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class ModelConfig(_Section):
+SHARED_SECTIONS = ("model", "memory", "retrieval", "decoding", "checker")  # what every method reads
+
+
+class ModelConfig(Settings):
     name: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct), a local folder, or a hub id')
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     device: str = "cpu"
@@ -38,7 +44,7 @@ class ModelConfig(_Section):
         return self
 
 
-class MemoryConfig(_Section):
+class MemoryConfig(Settings):
     unit_tokens: int = Field(128, ge=8, le=4096, description="M: the most tokens one unit holds")
     retrieval_units: int = Field(4, ge=0, le=64, description="capacity of the retrieved-passage pool")
     feedback_units: int = Field(2, ge=0, le=64, description="capacity of the fact-checking feedback pool")
@@ -53,7 +59,7 @@ class MemoryConfig(_Section):
     reencode_context: bool = Field(False, description="re-prefill the context when memory changes")
 
 
-class RetrievalConfig(_Section):
+class RetrievalConfig(Settings):
     source: str | None = Field(
         "embedded",
         description='"embedded" (Wikipedia summaries, built on first use), a datastore folder, or null for none',
@@ -80,7 +86,7 @@ class RetrievalConfig(_Section):
         return self.placement in ("prompt", "prompt+memory")
 
 
-class DecodingConfig(_Section):
+class DecodingConfig(Settings):
     max_new_tokens: int = Field(256, ge=1, le=32_768)
     temperature: float = Field(0.0, ge=0.0, le=100.0, description="0 is greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0)
@@ -88,74 +94,7 @@ class DecodingConfig(_Section):
     system_prompt: str | None = Field(None, description="None keeps the chat template's default")
 
 
-Trigger = Literal["never", "interval", "entropy", "min_prob"]
-FeedbackForm = Literal["refuting", "supporting", "instruction"]
-
-
-class ControllerConfig(_Section):
-    """When to pause, and what a pause may do (EWE section 3.1, appendices B and D).
-
-    A pause happens only for a complete sentence not yet seen by that kind of pause.
-    "interval" pauses every N generated tokens (the paper's T_r, T_v); "entropy" pauses
-    for a sentence whose mean token entropy exceeds `entropy_threshold`; "min_prob" for
-    one whose least likely token has probability below `min_prob_threshold`.
-    """
-
-    retrieval_trigger: Trigger = Field("never", description="when to refresh the retrieval pool")
-    retrieval_interval: int = Field(1, ge=1, le=100_000, description="T_r, tokens between retrieval pauses")
-    verify_trigger: Trigger = Field("never", description="when to fact-check new sentences")
-    verify_interval: int = Field(8, ge=1, le=100_000, description="T_v, tokens between verification pauses")
-    entropy_threshold: float = Field(2.5, ge=0.0, allow_inf_nan=False, description="nats; higher pauses less often")
-    min_prob_threshold: float = Field(0.1, gt=0.0, le=1.0, description="higher pauses more often")
-    rewrite_on_retrieval: bool = Field(
-        False, description="FLARE-style: regenerate the sentence that triggered a retrieval pause, once"
-    )
-    feedback: list[FeedbackForm] = Field(
-        default_factory=lambda: ["refuting", "supporting"],
-        description="feedback forms put into the feedback pool after a failed check, first = kept first "
-        "(table 4: refuting = passages judging a claim unsupported, supporting = passages judging one supported, "
-        "instruction = 'Please refrain from ...')",
-    )
-    rewrite_when: Literal["not_supported", "contradicted"] = Field(
-        "not_supported", description="not_supported: some claim is not supported (the paper's rule, "
-        "not-enough-evidence included); contradicted: some claim is judged unsupported by its evidence"
-    )
-    max_retries: int = Field(2, ge=0, le=20, description="rewrites of one sentence before giving up on it; "
-                             "a rewrite identical to an earlier attempt ends the retries at once")
-    retry_temperature: float | None = Field(
-        None, gt=0.0, le=10.0, description="sample rewrites at this temperature (null: the decoding settings, "
-        "so a greedy rewrite changes only through the new memory)"
-    )
-    retry_top_p: float = Field(0.9, gt=0.0, le=1.0)
-    rewrite_candidates: int = Field(
-        1, ge=1, le=16, description="rewrites decoded at once as a batch from the cropped cache and judged "
-        "together; the supported one the model finds likeliest is kept (1: the paper's one rewrite at a time)"
-    )
-    candidate_temperature: float = Field(
-        0.8, gt=0.0, le=10.0, description="with rewrite_candidates > 1: the first candidate is greedy, the "
-        "others sampled at this temperature (with retry_top_p)"
-    )
-    rewrite_max_tokens: int = Field(64, ge=4, le=1024, description="the longest candidate rewrite, in tokens")
-    feedback_placement: Literal["memory", "prompt"] = Field(
-        "memory", description="where the checker's feedback passages go for the rewrite: memory units "
-        "(the paper), or text in the prompt of the candidates (which then re-read the prompt once)"
-    )
-    on_retries_exhausted: Literal["keep_best", "keep_last", "drop", "stop"] = Field(
-        "keep_best", description="when no rewrite passes: keep the attempt with the fewest unsupported claims "
-        "(never one that looks garbled), the last one, none (drop: the answer goes on from the sentence's "
-        "start with another first word), or end the answer before it (stop)"
-    )
-    max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
-    max_total_tokens: int | None = Field(
-        None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"
-    )
-
-    @property
-    def active(self) -> bool:
-        return self.retrieval_trigger != "never" or self.verify_trigger != "never"
-
-
-class CheckerConfig(_Section):
+class CheckerConfig(Settings):
     """The fact-checker: claim extraction, evidence from the datastore, a verdict backend."""
 
     backend: Literal["alignment", "judge", "nli", "llm_judge", "http", "ita"] = Field(
@@ -210,84 +149,13 @@ class CheckerConfig(_Section):
         return self
 
 
-class CoveConfig(_Section):
-    """The CoVe baseline (Chain-of-Verification, Dhuliawala et al. 2023), factor+revise.
-
-    Used only with `method: cove`: baseline answer, planned verification questions, each
-    answered on its own (optionally with retrieved passages), a cross-check per answer,
-    and a revised answer. Question, answer and check stages decode greedily; the baseline
-    and the revised answer use the decoding section.
-    """
-
-    retrieval: bool = Field(False, description="answer each verification question with passages retrieved for it")
-    top_k: int = Field(3, ge=1, le=64, description="passages retrieved per verification question")
-    passages_placement: Literal["memory", "prompt"] = Field(
-        "prompt", description='"prompt": the passages as text in the prompt; "memory": one memory unit each'
-    )
-    max_questions: int = Field(8, ge=1, le=100, description="verification questions kept, first ones first")
-    question_tokens: int = Field(128, ge=8, le=32_768, description="tokens for the planned list of questions")
-    answer_tokens: int = Field(48, ge=1, le=32_768, description="tokens for each verification answer")
-    check_tokens: int = Field(8, ge=1, le=1024, description="tokens for each consistency judgement")
-
-
-class VerifyRefineConfig(_Section):
-    """Streaming-VR and Full-VR (Ko et al., 2025): verify, and refine what fails.
-
-    Used only with `method: streaming-vr` or `method: full-vr` (ewe/methods/verify_refine.py).
-    The verifier is the checker section's fact-checker; the refiner is the generator with
-    a refine prompt, decoding greedily.
-    """
-
-    mode: Literal["live", "offline"] = Field(
-        "live", description='streaming-vr: "live" refines each sentence in place and generates on from it; '
-                            '"offline" (the paper\'s experiments) refines the finished answer\'s sentences in order')
-    open_book: bool = Field(False, description="prepend retrieval.top_k passages retrieved for the prompt to the "
-                                               "generation prompt (the refiner sees them too); else closed-book")
-    sentence_tokens: int = Field(64, ge=1, le=32_768, description="streaming-vr: tokens for one refined sentence")
-    answer_tokens: int | None = Field(None, ge=1, le=32_768,
-                                      description="full-vr: tokens for the refined answer (default decoding.max_new_tokens)")
-    refiner_evidence: bool = Field(False, description="also show the refiner the checker's best evidence per claim "
-                                                      "(not in the paper, whose refiner sees the prompt only)")
-
-
-class A2RConfig(_Section):
-    """A2R, Ask-Assess-Refine (Lee & Lee, 2024): cite, score, feed back, refine.
-
-    Used only with `method: a2r` (ewe/methods/a2r.py). Scores are in [0, 1]: correctness (the
-    share of claims the checker finds supported), citation recall and precision (ALCE's).
-    """
-
-    max_iterations: int = Field(2, ge=1, le=10, description="K: rounds of feedback at most")
-    stop_threshold: float = Field(0.8, ge=0.0, le=1.0, description="stop once the mean of the three scores reaches this")
-    correctness_threshold: float = Field(0.8, ge=0.0, le=1.0, description="feedback asks to fix correctness below this")
-    citation_recall_threshold: float = Field(0.8, ge=0.0, le=1.0, description="... citation recall below this")
-    citation_precision_threshold: float = Field(0.8, ge=0.0, le=1.0, description="... citation precision below this")
-    feedback: Literal["llm", "template"] = Field(
-        "llm", description='"llm": the generator writes the feedback from the scores (eq. 3); "template": written '
-                           "from the scores and the failing statements, no model call")
-    feedback_tokens: int = Field(96, ge=1, le=32_768, description="tokens for one feedback (greedy)")
-    final: Literal["history", "last"] = Field(
-        "history", description='"history": the answer is written once more from every draft and its feedback (eq. 5); '
-                               '"last": the last refinement (eq. 4) is the answer')
-    assess_final: bool = Field(True, description="also score the returned answer (stats.final_scores)")
-
-
-METHOD_SECTIONS: dict[str, str] = {  # built-in method -> the one section of its own settings
-    "ewe": "controller", "cove": "cove", "streaming-vr": "vr", "full-vr": "vr", "a2r": "a2r",
-}
-OPTIONS = "options"  # the section of a method registered outside ewe (ewe.methods.registry.register)
-OWN_SECTIONS = frozenset({*METHOD_SECTIONS.values(), OPTIONS})  # the sections only one kind of method reads
-
-
-def own_section(method: str) -> str:
-    """The section of `method`'s own settings."""
-    return METHOD_SECTIONS.get(method, OPTIONS)
-
-
-class EWEConfig(_Section):
+class EWEConfig(BaseModel):
     """The shared sections (model, memory, retrieval, decoding, checker) and the chosen
-    method's own section, the only one present: `controller` for ewe, `cove`, `vr` for
-    streaming-vr and full-vr, `a2r`. A section of another method is refused, not ignored."""
+    method's own section, the only other one: each method's module defines it
+    (`Method.section`, `Method.Options`; EWE's is `controller`). A section of another method
+    is refused, not ignored."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)  # extra: the method's own section
 
     method: str = Field(
         "ewe", description='"ewe": memory-augmented decoding (+ controller); "cove": the Chain-of-Verification '
@@ -300,12 +168,6 @@ class EWEConfig(_Section):
     retrieval: RetrievalConfig = RetrievalConfig()
     decoding: DecodingConfig = DecodingConfig()
     checker: CheckerConfig = CheckerConfig()
-    controller: Optional[ControllerConfig] = Field(None, description="method ewe: pauses, checks and rewrites")
-    cove: Optional[CoveConfig] = Field(None, description="method cove")
-    vr: Optional[VerifyRefineConfig] = Field(None, description="methods streaming-vr and full-vr")
-    a2r: Optional[A2RConfig] = Field(None, description="method a2r")
-    options: Optional[dict[str, Any]] = Field(
-        None, description="a registered method's own settings, checked by the method (its Options model)")
 
     @field_validator("method")
     @classmethod
@@ -320,96 +182,80 @@ class EWEConfig(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _chosen_method_section(cls, data):
-        """Fill in the chosen method's section; refuse the sections of the others."""
-        from .methods.registry import known
+    def _only_the_methods_section(cls, data):
+        """Refuse a section the chosen method does not read (another method's, or a typo)."""
+        from .methods.registry import known, method_class, section_owners
 
         if not isinstance(data, dict) or not isinstance(data.get("method", "ewe"), str) or not known(
                 data.get("method", "ewe")):
             return data  # not a mapping, not a name, or no method's: the field's check reports it
         method = data.get("method", "ewe")
-        own = own_section(method)
-        stray = sorted({s for s in OWN_SECTIONS if s != own and data.get(s) is not None})
+        own = method_class(method).section
+        data = {k: v for k, v in data.items() if k in cls.model_fields or k == own or v is not None}
+        stray = sorted(k for k in data if k not in cls.model_fields and k != own)
+        owned = {k: section_owners(k) for k in stray}
+        unknown = [k for k in stray if not owned[k] and k != "options"]
+        if unknown:
+            raise ValueError("; ".join(f"{k}: not a section (sections: method, {', '.join(SHARED_SECTIONS)}, and "
+                                       f"'{own}', the settings of method {method!r})" for k in unknown))
         if stray:
             def owner(section: str) -> str:
-                if section == OPTIONS:
+                if section == "options":
                     return "'options' is for methods registered outside ewe"
-                return f"'{section}' is for method {' / '.join(repr(m) for m, o in METHOD_SECTIONS.items() if o == section)}"
+                return f"'{section}' is for method {' / '.join(map(repr, owned[section]))}"
             raise ValueError(f"method {method!r} reads only its own section '{own}': {'; '.join(map(owner, stray))} "
                              "(remove it, or choose that method)")
-        if data.get(own) is None:
-            data = {**data, own: {}}
         return data
 
-    @model_serializer(mode="wrap")
-    def _without_absent_sections(self, handler):
-        data = handler(self)
-        for section in OWN_SECTIONS:
-            if data.get(section) is None:
-                data.pop(section, None)
-        return data
+    @model_validator(mode="after")
+    def _the_methods_settings(self):
+        """The method's own section checked by its settings model, then the whole by the method."""
+        from .methods.registry import method_class
+
+        cls = method_class(self.method)
+        extra = self.__pydantic_extra__
+        given = extra.get(cls.section)
+        if cls.Options is not None and isinstance(given, cls.Options):
+            settings = given  # already checked (a copy, or a section assigned as a model)
+        else:
+            settings = cls.read_options(given.model_dump() if isinstance(given, BaseModel) else given)
+        if settings is None:
+            extra.pop(cls.section, None)
+        else:
+            extra[cls.section] = settings
+        cls.check_config(self)
+        return self
 
     @property
-    def method_section(self) -> "ControllerConfig | CoveConfig | VerifyRefineConfig | A2RConfig | dict":
-        """The chosen method's own settings (a registered method's `options` as given)."""
-        return getattr(self, own_section(self.method))
+    def method_section(self) -> Settings | BaseModel | None:
+        """The chosen method's own settings (None for a method that takes none)."""
+        from .methods.registry import method_class
+
+        return (self.__pydantic_extra__ or {}).get(method_class(self.method).section)
 
     @property
     def pauses(self) -> bool:
-        """EWE's controller pauses to retrieve or to check while it writes."""
-        return self.controller is not None and self.controller.active
+        """The method pauses to retrieve or to check while it writes (EWE's controller)."""
+        from .methods.registry import method_class
+
+        return method_class(self.method).pauses(self)
 
     @property
     def self_checks(self) -> bool:
         """The method runs the fact-checker on its own answer while it writes."""
-        if self.method == "ewe":
-            return self.controller is not None and self.controller.verify_trigger != "never"
-        return self.method in ("streaming-vr", "full-vr", "a2r")
+        from .methods.registry import method_class
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.method not in METHOD_SECTIONS:
-            from .methods.registry import method_class
-
-            method_class(self.method).read_options(self.options or {})  # wrong options fail with the config
-        if self.method == "cove":
-            self._cove_consistent()
-        if self.method in ("streaming-vr", "full-vr", "a2r") and self.retrieval.source is None:
-            # also where vr.open_book and a2r retrieve their passages
-            raise ValueError(f"method {self.method!r} checks against evidence from a datastore: set retrieval.source "
-                             "(e.g. 'embedded' or a datastore folder)")
-        ctl = self.controller
-        if ctl is None:
-            return self
-        if ctl.active and self.retrieval.placement == "prompt":
-            raise ValueError("controller pauses need retrieval.placement 'memory' or 'prompt+memory' (feedback goes "
-                             "into memory units)")
-        if ctl.retrieval_trigger != "never" and self.retrieval.source is None:
-            raise ValueError("controller.retrieval_trigger needs a retrieval.source")
-        if ctl.retrieval_trigger != "never" and self.memory.retrieval_units == 0:
-            raise ValueError("controller.retrieval_trigger needs memory.retrieval_units >= 1")
-        return self
-
-    def _cove_consistent(self) -> None:
-        cove, ret = self.cove, self.retrieval
-        if cove.retrieval and ret.source is None:
-            raise ValueError("cove.retrieval needs a retrieval.source (e.g. 'embedded' or a datastore folder)")
-        if cove.passages_placement == "memory":
-            if ret.placement == "prompt":
-                raise ValueError("cove.passages_placement 'memory' conflicts with retrieval.placement 'prompt'; "
-                                 "set retrieval.placement to 'memory' (cove.passages_placement decides for CoVe)")
-            if cove.retrieval and cove.top_k > self.memory.retrieval_units:
-                raise ValueError(f"cove.top_k={cove.top_k} passages do not fit "
-                                 f"memory.retrieval_units={self.memory.retrieval_units}")
+        return method_class(self.method).checks_itself(self)
 
     @classmethod
     def upgrade_saved(cls, saved: dict) -> dict:
-        """A configuration saved before each method had its own section (every section was
-        written, the other methods' ones unused): those unused sections removed."""
-        if not isinstance(saved, dict) or saved.get("method", "ewe") not in METHOD_SECTIONS:
+        """A configuration saved before each method had its own section (every built-in
+        method's section was written, the others unused): those unused sections removed."""
+        legacy = {"ewe": "controller", "cove": "cove", "streaming-vr": "vr", "full-vr": "vr", "a2r": "a2r"}
+        if not isinstance(saved, dict) or saved.get("method", "ewe") not in legacy:
             return saved  # a registered method's configuration never held the built-ins' sections
-        own = METHOD_SECTIONS[saved.get("method", "ewe")]
-        return {k: v for k, v in saved.items() if k == own or k not in METHOD_SECTIONS.values()}
+        own = legacy[saved.get("method", "ewe")]
+        return {k: v for k, v in saved.items() if k == own or k not in legacy.values()}
 
     @classmethod
     def build(cls, data: dict | None = None, **overrides) -> "EWEConfig":

@@ -165,6 +165,26 @@ class Runtime:
         """The prompt through the chat template; its text can never become a control token."""
         return tokens.prompt_ids(self.tokenizer, prompt, system_prompt)
 
+    def prepare(self, prompts: list[str], system_prompt: str | None, max_new_tokens: int,
+                text_passages: list[list[str]] | None = None, offset: int = 0,
+                generated: list[int] | None = None) -> list[list[int]]:
+        """The one preparation of a request, for every method and every rewrite: each prompt with
+        its `text_passages` written in (retrieval.prompt_format), through the chat template with
+        `system_prompt`, then the `generated` tokens of an answer being continued. Refused with an
+        InputError naming the prompt, before any model work, when it and `max_new_tokens` do not
+        fit the context after `offset` memory positions (the units its memory may hold)."""
+        rows = text_passages if text_passages is not None else [[] for _ in prompts]
+        if len(rows) != len(prompts):
+            raise ValueError(f"{len(rows)} passage lists for {len(prompts)} prompts")
+        ids = [self.prompt_ids(self.prompt_with_passages(p, r), system_prompt) + list(generated or [])
+               for p, r in zip(prompts, rows)]
+        self.check_lengths(prompts, ids, offset, max_new_tokens)
+        return ids
+
+    def session(self, memory_state: MemoryState | None = None, offset: int = 0) -> DecodingSession:
+        """A decoding session over the patched model (context positions after `offset` memory ones)."""
+        return DecodingSession(self.model, memory_state, offset, self.config.model.attention_impl)
+
     def decoding(self, **overrides) -> DecodingConfig:
         """The decoding section with `overrides` (None values keep the configured ones), validated."""
         data = self.config.decoding.model_dump()
@@ -228,13 +248,11 @@ class Runtime:
         if rows is None:
             retrieved = self.retrieve(prompts)
             rows = [[h.text for h in hits] for hits in retrieved]
-        texts = prompts
+        text_rows = [[] for _ in prompts]
         if self.config.retrieval.in_prompt:
-            texts = [self.prompt_with_passages(p, r) for p, r in zip(prompts, rows)]
-            rows = [[] for _ in prompts]
-        ids = [self.prompt_ids(t, dec.system_prompt) for t in texts]
+            text_rows, rows = rows, [[] for _ in prompts]
         offset = self.config.memory.unit_tokens if any(rows) else 0
-        self.check_lengths(prompts, ids, offset, dec.max_new_tokens)
+        ids = self.prepare(prompts, dec.system_prompt, dec.max_new_tokens, text_rows, offset)
 
         memories = []
         for row in rows:
@@ -248,7 +266,7 @@ class Runtime:
         t1 = time.perf_counter()
 
         input_ids, valid = self._left_pad(ids)
-        session = DecodingSession(self.model, state, offset, self.config.model.attention_impl)
+        session = self.session(state, offset)
         loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens)
         conts = loop.run(input_ids, valid)
         t2 = t1 + loop.prefill_s

@@ -47,6 +47,29 @@ def test_only_the_token_loop_steps_the_model():
     assert "ewe/engine/loop.py" in stepping
 
 
+def _calls(p: Path, names: set[str]) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in names:
+                found.append(f"{_rel(p)}:{node.lineno}: {name}")
+    return found
+
+
+def test_one_function_prepares_every_request():
+    """Runtime.prepare places passages as text, applies the chat template, appends what was
+    generated and checks the context's room; Runtime.session opens the cache. No method or rewrite
+    does either its own way (the benchmarks under ewe/bench/ time those primitives themselves)."""
+    names = {"check_lengths", "DecodingSession", "apply_chat_template"}
+    allowed = {"ewe/runtime.py", "ewe/tokens.py", "ewe/engine/session.py"}
+    found = [c for p in EWE_FILES if _rel(p) not in allowed and not _rel(p).startswith("ewe/bench/")
+             for c in _calls(p, names)]
+    assert found == []
+    assert _calls(ROOT / "ewe" / "runtime.py", {"prepare"})  # generate_plain goes through it too
+
+
 @pytest.mark.parametrize("package", ["methods", "controller", "runtime.py", "eval/scorer.py"])
 def test_methods_work_on_the_runtime_not_the_facade(package):
     files = [ROOT / "ewe" / package] if package.endswith(".py") else sorted((ROOT / "ewe" / package).rglob("*.py"))
@@ -111,3 +134,30 @@ def test_no_import_cycles():
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+def test_a_method_is_one_module_and_the_configuration_names_none():
+    """Each built-in method's settings model is defined beside its class (adding a method touches
+    its module, its config file and its test); the configuration holds only the shared sections."""
+    from ewe.config import SHARED_SECTIONS, EWEConfig
+    from ewe.methods.registry import BUILT_IN, method_class
+
+    assert set(EWEConfig.model_fields) == {"method", *SHARED_SECTIONS}
+    for name in BUILT_IN:
+        cls = method_class(name)
+        assert cls.Options is not None and cls.Options.__module__ == cls.__module__, name
+        assert cls.section not in SHARED_SECTIONS, name
+
+
+def test_a_configuration_is_checked_without_loading_torch():
+    """Checking a configuration imports the chosen method's module: it must stay light (the
+    model's libraries load when the method runs)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom ewe.config import EWEConfig\nfrom ewe.methods.registry import BUILT_IN\n"
+            "for m in BUILT_IN:\n    EWEConfig.build({'method': m}).method_section\n"
+            "print(sorted(x for x in ('torch', 'transformers') if x in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

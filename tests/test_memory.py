@@ -116,13 +116,19 @@ def test_state_layout_and_padding(model):
     a, b, c = enc.encode(PASSAGES[:3])
     state = MemoryState.from_rows([[a, b], [c], []])
     n = a.num_tokens + b.num_tokens
-    assert max(n, c.num_tokens) == state.keys[0].shape[2]
-    assert state.unit_bounds == [[(0, a.num_tokens), (a.num_tokens, n)], [(0, c.num_tokens)], []]
-    torch.testing.assert_close(state.keys[1][0, :, a.num_tokens : n], b.keys[1])
-    width = state.keys[0].shape[2]
-    assert torch.isneginf(state.bias[2]).all() and (state.bias[0, ..., :n] == 0).all()
-    assert (state.bias[1, ..., c.num_tokens :] == float("-inf")).all() or c.num_tokens == width
-    torch.testing.assert_close(state.log_ctx_weight.flatten(), torch.log(torch.tensor([3.0, 2.0, 1.0])))
+    layer0, layer1 = state.layer(0), state.layer(1)
+    assert len(state.layers) == a.keys.shape[0] and max(n, c.num_tokens) == layer0.key.shape[2]
+    assert state.unit_bounds == layer1.unit_bounds == [[(0, a.num_tokens), (a.num_tokens, n)], [(0, c.num_tokens)], []]
+    torch.testing.assert_close(layer1.key[0, :, a.num_tokens : n], b.keys[1])
+    width = layer0.key.shape[2]
+    assert torch.isneginf(layer0.bias[2]).all() and (layer0.bias[0, ..., :n] == 0).all()
+    assert (layer0.bias[1, ..., c.num_tokens :] == float("-inf")).all() or c.num_tokens == width
+    torch.testing.assert_close(layer1.log_ctx_weight.flatten(), torch.log(torch.tensor([3.0, 2.0, 1.0])))
+    picked = state.select_rows([1, 0])
+    assert picked.unit_bounds == [state.unit_bounds[1], state.unit_bounds[0]] and not picked.is_empty
+    torch.testing.assert_close(picked.layer(1).key, layer1.key[[1, 0]])
+    torch.testing.assert_close(picked.layer(0).log_ctx_weight.flatten(), torch.log(torch.tensor([2.0, 3.0])))
+    assert MemoryState.from_rows([[], []]).is_empty and state.select_rows([2]).is_empty
 
 
 def test_state_is_cached_until_memory_changes(model):

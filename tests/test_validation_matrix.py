@@ -31,8 +31,9 @@ from pydantic import BaseModel, ValidationError
 
 from ewe import argtypes, cli
 from ewe.api import EWE
-from ewe.config import METHOD_SECTIONS, ConfigError, EWEConfig
+from ewe.config import ConfigError, EWEConfig
 from ewe.errors import InputError
+from ewe.methods.registry import BUILT_IN, method_class
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -220,7 +221,7 @@ def test_seed_and_float_flags(flag, value, message, capsys):
 # configuration fields: every bound of every section
 # ------------------------------------------------------------------------------------------
 
-SECTION_METHOD = {section: method for method, section in reversed(METHOD_SECTIONS.items())}  # vr -> streaming-vr
+SECTION_METHOD = {method_class(m).section: m for m in reversed(BUILT_IN)}  # vr -> streaming-vr
 
 
 def _section_type(field) -> type[BaseModel]:
@@ -230,9 +231,12 @@ def _section_type(field) -> type[BaseModel]:
 
 
 def _sections():
+    """Every section: the shared ones (fields of EWEConfig) and each built-in method's own."""
     for name, field in EWEConfig.model_fields.items():
-        if name not in ("method", "options"):  # options: a registered method's own model checks them (test_config)
-            yield name, _section_type(field), SECTION_METHOD.get(name, "ewe")
+        if name != "method":
+            yield name, _section_type(field), "ewe"
+    for section, method in SECTION_METHOD.items():
+        yield section, method_class(method).Options, method
 
 
 def _number_type(annotation) -> type | None:

@@ -8,8 +8,15 @@
     controlled_run.py  ControlledRun: the loop's hook that pauses, refreshes, checks, backtracks
     method.py     EWEMethod: the method "ewe" (plain decoding, or the controlled run per prompt)
 """
-from .controlled_run import ControlledRun
+from importlib import import_module
+
 from .sentences import Sentence, SentenceTracker
 from .trace import Trace, render
 
 __all__ = ["ControlledRun", "Sentence", "SentenceTracker", "Trace", "render"]
+
+
+def __getattr__(name: str):  # the run (and torch with it) loads on first use, not with the method's settings
+    if name == "ControlledRun":
+        return import_module(".controlled_run", __name__).ControlledRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

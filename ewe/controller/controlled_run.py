@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
+from ..engine import Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.claims import prompt_person
@@ -409,7 +409,7 @@ class ControlledRun(Hook):
     def run(self) -> GenerationResult:
         rt, dec, t_start = self.runtime, self.dec, time.perf_counter()
         self.session = None
-        text = self.prompt
+        text_passages = []
         if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
             passages = self.initial_passages
             if passages is None:
@@ -417,18 +417,16 @@ class ControlledRun(Hook):
                 self.retrieved = [h.to_dict() for h in hits]
                 passages = [h.text for h in hits]
             self.in_prompt = dict.fromkeys(passages)
-            text = rt.prompt_with_passages(self.prompt, passages)
+            text_passages = passages
         elif self.initial_passages is None and rt.datastore is not None:
             self.retrieved = [h.to_dict() for h in self._retrieve(self.prompt, "prompt")]
         elif self.initial_passages:
             self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
-        ids = rt.prompt_ids(text, dec.system_prompt)
         offset = rt.config.memory.unit_tokens if self.memory.capacity else 0
-        rt.check_lengths([self.prompt], [ids], offset, dec.max_new_tokens)
+        [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], offset)
         self.prompt_len = len(ids)
-        state = self.memory.state() if len(self.memory) else None
-        self.session = DecodingSession(rt.model, state, offset, rt.config.model.attention_impl)
+        self.session = rt.session(self.memory.state() if len(self.memory) else None, offset)
         self.retry_sampler = None
         self.candidate_rewrites = self.cfg.rewrite_candidates > 1 or self.cfg.feedback_placement == "prompt"
         self.candidate_sampler = Sampler(self.cfg.candidate_temperature, self.cfg.retry_top_p,

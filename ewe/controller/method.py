@@ -1,13 +1,105 @@
 """EWE as a registered method: plain memory-augmented decoding of a batch (bare and +RA), or,
-with the controller on, each prompt through the pause / check / backtrack hook."""
+with the controller on, each prompt through the pause / check / backtrack hook
+(controlled_run.py). Its settings are the configuration's `controller` section."""
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
+from ..config import Settings
 from ..methods.registry import Method
-from .controlled_run import ControlledRun
+
+Trigger = Literal["never", "interval", "entropy", "min_prob"]
+FeedbackForm = Literal["refuting", "supporting", "instruction"]
+
+
+class ControllerConfig(Settings):
+    """When to pause, and what a pause may do (EWE section 3.1, appendices B and D).
+
+    A pause happens only for a complete sentence not yet seen by that kind of pause.
+    "interval" pauses every N generated tokens (the paper's T_r, T_v); "entropy" pauses
+    for a sentence whose mean token entropy exceeds `entropy_threshold`; "min_prob" for
+    one whose least likely token has probability below `min_prob_threshold`.
+    """
+
+    retrieval_trigger: Trigger = Field("never", description="when to refresh the retrieval pool")
+    retrieval_interval: int = Field(1, ge=1, le=100_000, description="T_r, tokens between retrieval pauses")
+    verify_trigger: Trigger = Field("never", description="when to fact-check new sentences")
+    verify_interval: int = Field(8, ge=1, le=100_000, description="T_v, tokens between verification pauses")
+    entropy_threshold: float = Field(2.5, ge=0.0, allow_inf_nan=False, description="nats; higher pauses less often")
+    min_prob_threshold: float = Field(0.1, gt=0.0, le=1.0, description="higher pauses more often")
+    rewrite_on_retrieval: bool = Field(
+        False, description="FLARE-style: regenerate the sentence that triggered a retrieval pause, once"
+    )
+    feedback: list[FeedbackForm] = Field(
+        default_factory=lambda: ["refuting", "supporting"],
+        description="feedback forms put into the feedback pool after a failed check, first = kept first "
+        "(table 4: refuting = passages judging a claim unsupported, supporting = passages judging one supported, "
+        "instruction = 'Please refrain from ...')",
+    )
+    rewrite_when: Literal["not_supported", "contradicted"] = Field(
+        "not_supported", description="not_supported: some claim is not supported (the paper's rule, "
+        "not-enough-evidence included); contradicted: some claim is judged unsupported by its evidence"
+    )
+    max_retries: int = Field(2, ge=0, le=20, description="rewrites of one sentence before giving up on it; "
+                             "a rewrite identical to an earlier attempt ends the retries at once")
+    retry_temperature: float | None = Field(
+        None, gt=0.0, le=10.0, description="sample rewrites at this temperature (null: the decoding settings, "
+        "so a greedy rewrite changes only through the new memory)"
+    )
+    retry_top_p: float = Field(0.9, gt=0.0, le=1.0)
+    rewrite_candidates: int = Field(
+        1, ge=1, le=16, description="rewrites decoded at once as a batch from the cropped cache and judged "
+        "together; the supported one the model finds likeliest is kept (1: the paper's one rewrite at a time)"
+    )
+    candidate_temperature: float = Field(
+        0.8, gt=0.0, le=10.0, description="with rewrite_candidates > 1: the first candidate is greedy, the "
+        "others sampled at this temperature (with retry_top_p)"
+    )
+    rewrite_max_tokens: int = Field(64, ge=4, le=1024, description="the longest candidate rewrite, in tokens")
+    feedback_placement: Literal["memory", "prompt"] = Field(
+        "memory", description="where the checker's feedback passages go for the rewrite: memory units "
+        "(the paper), or text in the prompt of the candidates (which then re-read the prompt once)"
+    )
+    on_retries_exhausted: Literal["keep_best", "keep_last", "drop", "stop"] = Field(
+        "keep_best", description="when no rewrite passes: keep the attempt with the fewest unsupported claims "
+        "(never one that looks garbled), the last one, none (drop: the answer goes on from the sentence's "
+        "start with another first word), or end the answer before it (stop)"
+    )
+    max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
+    max_total_tokens: int | None = Field(
+        None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"
+    )
+
+    @property
+    def active(self) -> bool:
+        return self.retrieval_trigger != "never" or self.verify_trigger != "never"
 
 
 class EWEMethod(Method):
     name = "ewe"
+    section = "controller"
+    Options = ControllerConfig
+
+    @classmethod
+    def check_config(cls, config) -> None:
+        ctl, ret = config.controller, config.retrieval
+        if ctl.active and ret.placement == "prompt":
+            raise ValueError("controller pauses need retrieval.placement 'memory' or 'prompt+memory' (feedback goes "
+                             "into memory units)")
+        if ctl.retrieval_trigger != "never" and ret.source is None:
+            raise ValueError("controller.retrieval_trigger needs a retrieval.source")
+        if ctl.retrieval_trigger != "never" and config.memory.retrieval_units == 0:
+            raise ValueError("controller.retrieval_trigger needs memory.retrieval_units >= 1")
+
+    @classmethod
+    def pauses(cls, config) -> bool:
+        return config.controller.active
+
+    @classmethod
+    def checks_itself(cls, config) -> bool:
+        return config.controller.verify_trigger != "never"
 
     def run(self, prompt: str, dec, passages: list[str] | None = None):
         return self.run_batch([prompt], dec, None if passages is None else [passages])[0]
@@ -16,6 +108,8 @@ class EWEMethod(Method):
         rt = self.runtime
         if not rt.config.pauses:
             return rt.generate_plain(prompts, rows, dec)
+        from .controlled_run import ControlledRun
+
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
         return [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]).run()
                 for i, p in enumerate(prompts)]

@@ -82,11 +82,9 @@ def decode_candidates(runtime, session: DecodingSession, prompt_len: int, tracke
         decoding = loop(branch)
         decoding.run_from(logits, prompt_len)
     else:
-        ids = runtime.prompt_ids(runtime.prompt_with_passages(prompt, prompt_passages), system_prompt)
-        ids = ids + tracker.tokens[:start]
-        runtime.check_lengths([prompt], [ids], session.position_offset, max_tokens)
-        fresh = DecodingSession(runtime.model, memory.state(1) if len(memory) else None, session.position_offset,
-                                session.attention_impl)
+        [ids] = runtime.prepare([prompt], system_prompt, max_tokens, [prompt_passages], session.position_offset,
+                                generated=tracker.tokens[:start])
+        fresh = runtime.session(memory.state(1) if len(memory) else None, session.position_offset)
         decoding = loop(fresh)
         decoding.run(torch.tensor([ids]), copies=rows, memory_state=rows_memory)
     out, decoded = [], 0

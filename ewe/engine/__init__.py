@@ -1,6 +1,17 @@
-"""The engine: a decoding session over the patched model, sampling, and the one token loop."""
-from .loop import Continuation, Hook, Rewind, Stop, TokenLoop, decode
-from .sampling import Sampler
-from .session import DecodingSession
+"""The engine: a decoding session over the patched model, sampling, and the one token loop.
+
+The hook vocabulary (actions.py) loads without torch; the loop, the session and the sampler
+load on first use, so a method module that only defines hooks stays light to import."""
+from importlib import import_module
+
+from .actions import Continuation, Hook, Rewind, Stop
+
+_LAZY = {"TokenLoop": ".loop", "decode": ".loop", "Sampler": ".sampling", "DecodingSession": ".session"}
 
 __all__ = ["Continuation", "DecodingSession", "Hook", "Rewind", "Sampler", "Stop", "TokenLoop", "decode"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import OWN_SECTIONS, ConfigError, EWEConfig, own_section
+from ..config import SHARED_SECTIONS, ConfigError, EWEConfig
+from ..methods.registry import method_class
 from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
@@ -109,16 +110,16 @@ def settle_prompts(path: Path, wanted: list[dict], what: str) -> None:
 
 def overrides_for(method: str, overrides: dict) -> dict:
     """The overrides that apply to `method`: every shared setting, and only its own method section."""
-    own = own_section(method)
-    return {k: v for k, v in overrides.items() if k.split(".")[0] == own or k.split(".")[0] not in OWN_SECTIONS}
+    own = method_class(method).section
+    return {k: v for k, v in overrides.items() if k.split(".")[0] in (own, "method", *SHARED_SECTIONS)}
 
 
 def method_configs(methods: list[str], overrides: dict) -> dict[str, EWEConfig]:
     """Each method's configuration with the overrides that apply to it; an override of a
     method section that none of `methods` reads is an error (it would change nothing)."""
     bases = {method_name(m): EWEConfig.from_yaml(config_path(m)) for m in methods}
-    sections = {own_section(c.method) for c in bases.values()}
-    unread = sorted(k for k in overrides if k.split(".")[0] in OWN_SECTIONS - sections)
+    sections = {method_class(c.method).section for c in bases.values()} | {"method", *SHARED_SECTIONS}
+    unread = sorted(k for k in overrides if k.split(".")[0] not in sections)
     if unread:
         raise ConfigError(f"{', '.join(unread)}: no method of this evaluation ({', '.join(bases)}) has that section")
     return {name: EWEConfig.from_yaml(config_path(m), **overrides_for(bases[name].method, overrides))

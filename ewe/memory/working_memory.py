@@ -110,37 +110,25 @@ class WorkingMemory:
 
 @dataclass
 class MemoryState:
-    """What the patched attention reads: the memory of each batch row, per layer.
-
-    keys[l], values[l]: [B, Hkv, N, D]; see `LayerMemory` for the rest. Built from unit
-    lists with `from_rows`; a row with no units still gets its log(1) = 0 context weight.
+    """What the patched attention reads: the memory of each batch row, one `LayerMemory` per
+    layer (they share the bias, unit bounds, context weights and read-out). Built from unit
+    lists with `from_rows`; with no unit in any row there are no layers and attention runs
+    on the context alone (a row with no units still gets its log(1) = 0 context weight).
     """
 
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
-    bias: torch.Tensor | None
+    layers: list[LayerMemory]
     unit_bounds: list[list[tuple[int, int]]]
-    log_ctx_weight: torch.Tensor
-    temperature: float = 1.0
-    lse_scale: float = 1.0
 
     @property
     def is_empty(self) -> bool:
         return not any(self.unit_bounds)
 
     def layer(self, idx: int) -> LayerMemory:
-        return LayerMemory(self.keys[idx], self.values[idx], self.bias, self.unit_bounds, self.log_ctx_weight,
-                           self.temperature, self.lse_scale)
+        return self.layers[idx]
 
     def select_rows(self, rows: list[int]) -> "MemoryState":
         """The memory of these batch rows only, in this order (rows that stopped leave a batch)."""
-        if self.is_empty:
-            return MemoryState([], [], None, [self.unit_bounds[r] for r in rows], self.log_ctx_weight[rows],
-                               self.temperature, self.lse_scale)
-        idx = torch.tensor(rows, dtype=torch.long, device=self.keys[0].device)
-        return MemoryState([k[idx] for k in self.keys], [v[idx] for v in self.values],
-                           None if self.bias is None else self.bias[idx], [self.unit_bounds[r] for r in rows],
-                           self.log_ctx_weight[idx.to(self.log_ctx_weight.device)], self.temperature, self.lse_scale)
+        return MemoryState([m.select_rows(rows) for m in self.layers], [self.unit_bounds[r] for r in rows])
 
     @classmethod
     def from_rows(cls, rows: list[list[MemoryUnit]], temperature: float = 1.0, lse_scale: float = 1.0) -> "MemoryState":
@@ -153,9 +141,9 @@ class MemoryState:
             bounds.append(b)
             totals.append(start)
         n = max(totals)
-        log_w = LayerMemory.context_weight([len(b) for b in bounds])
         if n == 0:
-            return cls([], [], None, bounds, log_w, temperature, lse_scale)
+            return cls([], bounds)
+        log_w = LayerMemory.context_weight([len(b) for b in bounds])
         ref = next(u for units in rows for u in units)
         n_layers, hkv, _, d = ref.keys.shape
         shape = (len(rows), n_layers, hkv, n, d)
@@ -171,12 +159,5 @@ class MemoryState:
             for r, t in enumerate(totals):
                 bias[r, ..., t:] = float("-inf")
         # one contiguous [B, Hkv, N, D] tensor per layer, so attention reads each without copies
-        return cls(
-            [keys[:, i].contiguous() for i in range(n_layers)],
-            [values[:, i].contiguous() for i in range(n_layers)],
-            bias,
-            bounds,
-            log_w,
-            temperature,
-            lse_scale,
-        )
+        return cls([LayerMemory(keys[:, i].contiguous(), values[:, i].contiguous(), bias, bounds, log_w,
+                                temperature, lse_scale) for i in range(n_layers)], bounds)

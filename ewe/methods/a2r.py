@@ -25,7 +25,11 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
+from pydantic import Field
+
+from ..config import Settings
 from ..controller.trace import Trace
 from ..result import GenerationResult
 from ..stats import A2RStats
@@ -34,6 +38,28 @@ from . import a2r_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
 
 STAGES = ("retrieve", "answer", "assess", "feedback")
+
+
+class A2RConfig(Settings):
+    """A2R, Ask-Assess-Refine (Lee & Lee, 2024): cite, score, feed back, refine.
+
+    Used only with `method: a2r` (ewe/methods/a2r.py). Scores are in [0, 1]: correctness (the
+    share of claims the checker finds supported), citation recall and precision (ALCE's).
+    """
+
+    max_iterations: int = Field(2, ge=1, le=10, description="K: rounds of feedback at most")
+    stop_threshold: float = Field(0.8, ge=0.0, le=1.0, description="stop once the mean of the three scores reaches this")
+    correctness_threshold: float = Field(0.8, ge=0.0, le=1.0, description="feedback asks to fix correctness below this")
+    citation_recall_threshold: float = Field(0.8, ge=0.0, le=1.0, description="... citation recall below this")
+    citation_precision_threshold: float = Field(0.8, ge=0.0, le=1.0, description="... citation precision below this")
+    feedback: Literal["llm", "template"] = Field(
+        "llm", description='"llm": the generator writes the feedback from the scores (eq. 3); "template": written '
+                           "from the scores and the failing statements, no model call")
+    feedback_tokens: int = Field(96, ge=1, le=32_768, description="tokens for one feedback (greedy)")
+    final: Literal["history", "last"] = Field(
+        "history", description='"history": the answer is written once more from every draft and its feedback (eq. 5); '
+                               '"last": the last refinement (eq. 4) is the answer')
+    assess_final: bool = Field(True, description="also score the returned answer (stats.final_scores)")
 
 
 @dataclass
@@ -71,6 +97,8 @@ class A2R(CheckedMethod):
     """Runs prompts through Ask-Assess-Refine with the Runtime's model, checker and datastore."""
 
     name = "a2r"
+    section = "a2r"
+    Options = A2RConfig
 
     def __init__(self, runtime):
         super().__init__(runtime)

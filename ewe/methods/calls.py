@@ -36,6 +36,16 @@ def text_tokens(runtime, text: str) -> list[int]:
 class CheckedMethod(Method):
     """A baseline that checks with the Runtime's fact-checker."""
 
+    @classmethod
+    def check_config(cls, config) -> None:
+        if config.retrieval.source is None:  # also where vr.open_book and a2r retrieve their passages
+            raise ValueError(f"method {cls.name!r} checks against evidence from a datastore: set retrieval.source "
+                             "(e.g. 'embedded' or a datastore folder)")
+
+    @classmethod
+    def checks_itself(cls, config) -> bool:
+        return True
+
     @property
     def checker(self):
         """The Runtime's fact-checker (built on first use and kept)."""

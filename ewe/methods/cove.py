@@ -21,7 +21,11 @@ Stage prompts live in `cove_prompts.py`.
 from __future__ import annotations
 
 import time
+from typing import Literal
 
+from pydantic import Field
+
+from ..config import Settings
 from ..controller.trace import Trace
 from ..result import GenerationResult
 from ..stats import CoVeStats
@@ -51,10 +55,45 @@ def claim_for(question: str, sentences: list[str], baseline: str, prompt: str = 
     return sentences[max(range(len(sentences)), key=lambda i: (score[i], -i))].strip()
 
 
+class CoveConfig(Settings):
+    """The CoVe baseline (Chain-of-Verification, Dhuliawala et al. 2023), factor+revise.
+
+    Used only with `method: cove`: baseline answer, planned verification questions, each
+    answered on its own (optionally with retrieved passages), a cross-check per answer,
+    and a revised answer. Question, answer and check stages decode greedily; the baseline
+    and the revised answer use the decoding section.
+    """
+
+    retrieval: bool = Field(False, description="answer each verification question with passages retrieved for it")
+    top_k: int = Field(3, ge=1, le=64, description="passages retrieved per verification question")
+    passages_placement: Literal["memory", "prompt"] = Field(
+        "prompt", description='"prompt": the passages as text in the prompt; "memory": one memory unit each'
+    )
+    max_questions: int = Field(8, ge=1, le=100, description="verification questions kept, first ones first")
+    question_tokens: int = Field(128, ge=8, le=32_768, description="tokens for the planned list of questions")
+    answer_tokens: int = Field(48, ge=1, le=32_768, description="tokens for each verification answer")
+    check_tokens: int = Field(8, ge=1, le=1024, description="tokens for each consistency judgement")
+
+
 class CoVe(Method):
     """Runs prompts through CoVe factor+revise with the Runtime's model, tokenizer and datastore."""
 
     name = "cove"
+    section = "cove"
+    Options = CoveConfig
+
+    @classmethod
+    def check_config(cls, config) -> None:
+        cove, ret = config.cove, config.retrieval
+        if cove.retrieval and ret.source is None:
+            raise ValueError("cove.retrieval needs a retrieval.source (e.g. 'embedded' or a datastore folder)")
+        if cove.passages_placement == "memory":
+            if ret.placement == "prompt":
+                raise ValueError("cove.passages_placement 'memory' conflicts with retrieval.placement 'prompt'; "
+                                 "set retrieval.placement to 'memory' (cove.passages_placement decides for CoVe)")
+            if cove.retrieval and cove.top_k > config.memory.retrieval_units:
+                raise ValueError(f"cove.top_k={cove.top_k} passages do not fit "
+                                 f"memory.retrieval_units={config.memory.retrieval_units}")
 
     def __init__(self, runtime):
         super().__init__(runtime)
@@ -62,8 +101,7 @@ class CoVe(Method):
 
     def check_inputs(self, prompts: list[str], dec) -> None:
         """The baseline's prompt fits the context, before any model work."""
-        ids = [self.runtime.prompt_ids(p, dec.system_prompt) for p in prompts]
-        self.runtime.check_lengths(prompts, ids, 0, dec.max_new_tokens)
+        self.runtime.prepare(prompts, dec.system_prompt, dec.max_new_tokens)
 
     # -- one model call ---------------------------------------------------------------
 

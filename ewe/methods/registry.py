@@ -1,11 +1,17 @@
 """Methods by name. A method is built with the Runtime (never the `EWE` facade) and answers
 prompts; `EWE.generate`, `ewe run` and `ewe eval` find it here by the configuration's
-`method`. A new method subclasses `Method` and registers itself:
+`method`. A method is one module: its class, its settings (a pydantic model, `Options`, read from the
+configuration section named by `section`), its cross-section checks (`check_config`) and its
+hooks. A new method subclasses `Method` and registers itself:
 
     @register
     class MyMethod(Method):
         name = "my-method"
+        Options = MyOptions          # read from the configuration's `options` section
         def run(self, prompt, dec, passages=None) -> GenerationResult: ...
+
+A built-in method's module is named in BUILT_IN; the module must import without torch (the
+configuration imports it to check the method's settings; the model's libraries load when it runs).
 
 The built-in methods are imported only when asked for, so importing ewe stays cheap. A
 package can offer methods to the CLI (`ewe run --config` a YAML naming them) through the
@@ -30,33 +36,53 @@ _registered: dict[str, type] = {}
 class Method:
     """A way of answering prompts on the Runtime's parts.
 
-    A method registered outside ewe reads its settings from the configuration's `options`
-    section, checked by its `Options` (a pydantic model; None: it takes no settings).
+    Its settings are the configuration section `section`, checked by `Options` (a pydantic
+    model; None: it takes no settings). A method registered outside ewe keeps the section
+    `options`; the built-in ones name their own (EWE's is `controller`).
     """
 
     name = ""
+    section = "options"
     Options: type | None = None
 
     def __init__(self, runtime):
         if runtime.config.method != self.name:
             raise ValueError(f"method {self.name!r} was given the configuration of method {runtime.config.method!r}")
         self.runtime = runtime
-        if runtime.config.method not in BUILT_IN:
-            self.options = self.read_options(runtime.config.options or {})
+        self.options = runtime.config.method_section
 
     @classmethod
-    def read_options(cls, given: dict):
-        """`given` checked by the method's Options; a ValueError names each wrong key."""
+    def read_options(cls, given: dict | None):
+        """`given` (the method's section) checked by its Options; a ValueError names each wrong key."""
         from ..config import error_lines
 
         if cls.Options is None:
             if given:
-                raise ValueError(f"options: method {cls.name!r} takes none (got {', '.join(sorted(given))})")
+                raise ValueError(f"{cls.section}: method {cls.name!r} takes none (got {', '.join(sorted(given))})")
             return None
+        if given is not None and not isinstance(given, dict):
+            raise ValueError(f"{cls.section}: expected a mapping of settings (got {given!r})")
         try:
-            return cls.Options.model_validate(given)
+            return cls.Options.model_validate(given or {})
         except ValidationError as e:
-            raise ValueError("; ".join(error_lines(e, "options"))) from None
+            raise ValueError("; ".join(error_lines(e, cls.section))) from None
+
+    @classmethod
+    def check_config(cls, config) -> None:
+        """Refuse a configuration this method cannot run with (a ValueError saying what to set);
+        the other sections are already valid on their own."""
+
+    @classmethod
+    def pauses(cls, config) -> bool:
+        """The method pauses to retrieve or to check while it writes (`ewe bench run` times such
+        a method against RA built from the same configuration)."""
+        return False
+
+    @classmethod
+    def checks_itself(cls, config) -> bool:
+        """The method runs the fact-checker on its own answer while it writes (the scorer then
+        warns when it judges with the same checker)."""
+        return False
 
     def check_inputs(self, prompts: list[str], dec) -> None:
         """Refuse what cannot run (a prompt too long for the context), before any model work."""
@@ -97,6 +123,20 @@ def known(name: str) -> bool:
 
 def names() -> list[str]:
     return sorted(set(BUILT_IN) | set(_registered) | set(_installed()))
+
+
+def section_owners(section: str) -> list[str]:
+    """The built-in and registered methods whose own settings are `section` (for error messages)."""
+    return [n for n in sorted(set(BUILT_IN) | set(_registered)) if method_class(n).section == section]
+
+
+def section_model(section: str) -> type:
+    """The settings model of a method's own section (the CLI reads its choices from it)."""
+    for n in sorted(set(BUILT_IN) | set(_registered)):
+        cls = method_class(n)
+        if cls.section == section and cls.Options is not None:
+            return cls.Options
+    raise KeyError(f"no method reads a section {section!r}")
 
 
 def method_class(name: str) -> type:

@@ -29,21 +29,46 @@ and no log-probs (`logprobs` is empty): no single model call produced it.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Literal
 
-import torch
+from pydantic import Field
 
+from ..config import Settings
 from ..controller.sentences import SentenceTracker, ends_sentence
-from ..tokens import text_ids
 from ..controller.trace import Trace, check_event
-from ..engine import DecodingSession, Hook, Rewind, Sampler, TokenLoop
+from ..engine.actions import Hook, Rewind
 from ..result import GenerationResult
 from ..stats import VerifyRefineStats
+from ..tokens import text_ids
 from ..verify.text import sentence_spans
 from . import vr_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
 
+if TYPE_CHECKING:
+    from ..engine import TokenLoop
+
 STAGES = ("retrieve", "generate", "check", "refine")
 BUDGET_FACTOR = 4  # live mode: the generator decodes at most this many times max_new_tokens in all
+
+
+class VerifyRefineConfig(Settings):
+    """Streaming-VR and Full-VR (Ko et al., 2025): verify, and refine what fails.
+
+    Used only with `method: streaming-vr` or `method: full-vr` (ewe/methods/verify_refine.py).
+    The verifier is the checker section's fact-checker; the refiner is the generator with
+    a refine prompt, decoding greedily.
+    """
+
+    mode: Literal["live", "offline"] = Field(
+        "live", description='streaming-vr: "live" refines each sentence in place and generates on from it; '
+                            '"offline" (the paper\'s experiments) refines the finished answer\'s sentences in order')
+    open_book: bool = Field(False, description="prepend retrieval.top_k passages retrieved for the prompt to the "
+                                               "generation prompt (the refiner sees them too); else closed-book")
+    sentence_tokens: int = Field(64, ge=1, le=32_768, description="streaming-vr: tokens for one refined sentence")
+    answer_tokens: int | None = Field(None, ge=1, le=32_768,
+                                      description="full-vr: tokens for the refined answer (default decoding.max_new_tokens)")
+    refiner_evidence: bool = Field(False, description="also show the refiner the checker's best evidence per claim "
+                                                      "(not in the paper, whose refiner sees the prompt only)")
 
 
 class _Run:
@@ -68,6 +93,8 @@ class VerifyRefine(CheckedMethod):
     """Runs prompts through Streaming-VR or Full-VR with the Runtime's model, checker and datastore."""
 
     name = "streaming-vr"
+    section = "vr"
+    Options = VerifyRefineConfig
 
     def __init__(self, runtime):
         super().__init__(runtime)
@@ -140,8 +167,7 @@ class VerifyRefine(CheckedMethod):
     def _generate(self, run: _Run, gen_prompt: str, dec):
         """The whole answer at once, with the decoding section's settings (offline and Full-VR)."""
         rt = self.runtime
-        ids = rt.prompt_ids(gen_prompt, dec.system_prompt)
-        rt.check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
+        rt.prepare([gen_prompt], dec.system_prompt, dec.max_new_tokens)  # refused before any model work
         t0 = time.perf_counter()
         [out] = rt.generate_plain([gen_prompt], [[]], dec)
         run.seconds["generate"] += time.perf_counter() - t0
@@ -255,12 +281,14 @@ class VerifyRefine(CheckedMethod):
 
     def _live(self, run: _Run, gen_prompt: str, dec):
         """Streaming-VR as proposed: verify each sentence as it completes, refine it in place, go on."""
+        import torch
+
+        from ..engine import Sampler, TokenLoop
+
         rt = self.runtime
-        ids = rt.prompt_ids(gen_prompt, dec.system_prompt)
-        rt.check_lengths([run.prompt], [ids], 0, dec.max_new_tokens)
+        [ids] = rt.prepare([gen_prompt], dec.system_prompt, dec.max_new_tokens)
         live = _LiveAnswer(self, run, gen_prompt)
-        session = DecodingSession(rt.model, None, 0, rt.config.model.attention_impl)
-        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids, dec.max_new_tokens,
+        loop = TokenLoop(rt.session(), Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids, dec.max_new_tokens,
                          records=[live.tracker], hook=live, budget=BUDGET_FACTOR * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
         run.seconds["generate"] += loop.model_s

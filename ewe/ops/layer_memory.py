@@ -44,6 +44,13 @@ class LayerMemory:
         """Whether this is the paper's eq. 1 (no APE read-out)."""
         return self.temperature == 1.0 and self.lse_scale == 1.0
 
+    def select_rows(self, rows: list[int]) -> "LayerMemory":
+        """The memory of these batch rows only, in this order."""
+        idx = torch.tensor(rows, dtype=torch.long, device=self.key.device)
+        return LayerMemory(self.key[idx], self.value[idx], None if self.bias is None else self.bias[idx],
+                           [self.unit_bounds[r] for r in rows], self.log_ctx_weight[idx.to(self.log_ctx_weight.device)],
+                           self.temperature, self.lse_scale)
+
     @property
     def num_units(self) -> list[int]:
         return [len(b) for b in self.unit_bounds]
