@@ -44,7 +44,7 @@ class StopAt(Hook):
 
 def decode(lengths, compact):
     branch, logits = source.branch(len(ids), len(lengths), memory.state(len(lengths)))
-    loop = TokenLoop(branch, Sampler(0.8, 1.0, seed=2, greedy_rows=1), set(), max(lengths), hook=StopAt(lengths),
+    loop = TokenLoop(branch, Sampler(0.8, 1.0, seed=2, greedy_rows=1), set(), max(lengths), hooks=[StopAt(lengths)],
                      compact=compact)
     t0 = time.perf_counter()
     records = loop.run_from(logits, len(ids))

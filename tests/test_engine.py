@@ -275,7 +275,7 @@ def test_rows_leaving_a_batch_decode_what_the_rectangular_batch_decodes(model):
 
     def generate(compact):
         session = DecodingSession(model, MemoryState.from_rows(rows), M, "fused")
-        loop = TokenLoop(session, Sampler(0.8, seed=3, greedy_rows=1), set(), 12, hook=StopAfter(), compact=compact)
+        loop = TokenLoop(session, Sampler(0.8, seed=3, greedy_rows=1), set(), 12, hooks=[StopAfter()], compact=compact)
         return loop.run(ids, valid), session
 
     (compacted, session), (reference, _) = generate(True), generate(False)

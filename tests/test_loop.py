@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from ewe.engine import Continuation, Hook, Rewind, Sampler, TokenLoop
+from ewe.engine import BanFirstTokens, Continuation, Hook, Rewind, Sampler, Stop, TokenLoop
 
 V = 16
 EOS = 0
@@ -69,7 +69,7 @@ def counting(eos_after=None):
 
 def loop(script, max_new=6, hook=None, budget=None, rows=1):
     session = ScriptSession(script)
-    lp = TokenLoop(session, Sampler(), {EOS}, max_new, hook=hook, budget=budget)
+    lp = TokenLoop(session, Sampler(), {EOS}, max_new, hooks=[hook] if hook else None, budget=budget)
     return lp, session, lp.run(torch.full((rows, 2), 9))
 
 
@@ -187,6 +187,54 @@ def test_logits_and_sampler_hooks_shape_the_choice():
 
     lp, session, [out] = loop(counting(), max_new=3, hook=Retry())
     assert out.token_ids == [1, 5, 5] and out.logprobs[1:] == [-0.5, -0.5]
+
+
+def test_hooks_are_a_list_asked_in_order():
+    """Each hook adjusts the logits in turn and sees every step; the first action decides."""
+    seen = []
+
+    class Watch(Hook):
+        def __init__(self, name, act_at=None, action=None):
+            self.name, self.act_at, self.action = name, act_at, action
+
+        def on_step(self, loop):
+            seen.append((self.name, "step", loop.decoded))
+
+        def on_token(self, loop, row, token, completed):
+            seen.append((self.name, token))
+            return self.action if token == self.act_at else None
+
+    first, second = Watch("a", act_at=2, action=Stop("first")), Watch("b", act_at=2, action=Stop("second"))
+    session = ScriptSession(counting())
+    lp = TokenLoop(session, Sampler(), {EOS}, 6, hooks=[first, second])
+    [out] = lp.run(torch.full((1, 2), 9))
+    assert out.token_ids == [1, 2] and lp.reasons == ["first"]
+    assert seen == [("a", "step", 1), ("b", "step", 1), ("a", 1), ("b", 1), ("a", "step", 2), ("b", "step", 2),
+                    ("a", 2)]  # the first hook's Stop decided; the second was not asked about that token
+
+    class BanTwo(Hook):
+        def logits(self, loop, logits):
+            return logits.index_fill(-1, torch.tensor([2]), -1e9)
+
+    class BanThree(Hook):
+        def logits(self, loop, logits):
+            return logits.index_fill(-1, torch.tensor([3]), -1e9)
+
+    lp = TokenLoop(ScriptSession(lambda row: 2 if len(row) < 3 else 3), Sampler(), {EOS}, 2, hooks=[BanTwo(), BanThree()])
+    [out] = lp.run(torch.full((1, 2), 9))
+    assert not {2, 3} & set(out.token_ids)  # both processors applied
+
+
+def test_ban_first_tokens_bans_only_at_its_position():
+    rec = Continuation()
+    ban = BanFirstTokens(rec)
+    ban.ban(1, [2])
+    ban.ban(1, iter([4]))
+    script = {0: 2, 1: 2, 2: 4}  # tokens written so far -> the model's choice
+    lp = TokenLoop(ScriptSession(lambda row: script[len(row) - 2]), Sampler(), set(), 3, records=[rec], hooks=[ban])
+    lp.run(torch.full((1, 2), 9))
+    assert rec.token_ids[0] == 2 and rec.token_ids[1] not in (2, 4) and rec.token_ids[2] == 4  # banned at 1 only
+    assert ban.banned == {1: {2, 4}}
 
 
 def test_rewinding_a_batch_is_refused_clearly():

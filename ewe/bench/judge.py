@@ -51,7 +51,7 @@ def decode_step_seconds(ewe, steps: int) -> float:
     forward + sampling), over `steps` steps after the prefill; end-of-sequence does not stop it."""
     session = DecodingSession(ewe.model, None, 0, ewe.config.model.attention_impl)
     clock = _StepClock()
-    TokenLoop(session, Sampler(), set(), steps + 1, hook=clock).run(torch.tensor([ewe.prompt_ids(PROMPT)]))
+    TokenLoop(session, Sampler(), set(), steps + 1, hooks=[clock]).run(torch.tensor([ewe.prompt_ids(PROMPT)]))
     return statistics.median(b - a for a, b in zip(clock.stamps, clock.stamps[1:]))
 
 

@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from ..engine import Hook, Rewind, Sampler, TokenLoop
+from ..engine import BanFirstTokens, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.claims import prompt_person
@@ -67,7 +67,7 @@ class ControlledRun(Hook):
         # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
         # not a set: the candidates re-read them in this order, and a set's order changes per process
         self.in_prompt: dict[str, None] = {}
-        self.banned: dict[int, set[int]] = {}  # answer position -> first tokens of dropped sentences
+        self.banned = BanFirstTokens(self.tracker)  # after `drop`: first tokens of the dropped sentences
         self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
         self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
@@ -251,7 +251,7 @@ class ControlledRun(Hook):
                 rewind = self._backtrack(start, "retries exhausted: the answer stops here", len(history), [])
                 rewind.end = True
                 return rewind
-            self.banned.setdefault(start, set()).update(a.tokens[0] for a in history if a.tokens)
+            self.banned.ban(start, (a.tokens[0] for a in history if a.tokens))
             return self._backtrack(start, "retries exhausted: dropped", len(history), feedback)
         best = history[-1]
         if policy == "keep_best":
@@ -331,14 +331,6 @@ class ControlledRun(Hook):
             feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
         return self._give_up(start, history, feedback,
                              "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
-
-    def logits(self, loop: TokenLoop, logits: torch.Tensor) -> torch.Tensor:
-        """After `drop`, the answer goes on at that point with a first token no dropped attempt had."""
-        banned = self.banned.get(len(self.tracker.tokens))
-        if banned:
-            logits = logits.clone()
-            logits[:, list(banned)] = float("-inf")
-        return logits
 
     # -- pauses ---------------------------------------------------------------------------
 
@@ -437,7 +429,7 @@ class ControlledRun(Hook):
                                          seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
         loop = TokenLoop(self.session, Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids,
-                         dec.max_new_tokens, records=[self.tracker], hook=self,
+                         dec.max_new_tokens, records=[self.tracker], hooks=[self, self.banned],
                          budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
         return self._result(loop, t_start)

@@ -75,7 +75,7 @@ def decode_candidates(runtime, session: DecodingSession, prompt_len: int, tracke
     rows_memory = memory.state(rows) if len(memory) else None
 
     def loop(on: DecodingSession) -> TokenLoop:
-        return TokenLoop(on, sampler, runtime.stop_ids, start + max_tokens, records=records, hook=_FirstSentence(start))
+        return TokenLoop(on, sampler, runtime.stop_ids, start + max_tokens, records=records, hooks=[_FirstSentence(start)])
 
     if prompt_passages is None:
         branch, logits = session.branch(prompt_len + start, rows, rows_memory)

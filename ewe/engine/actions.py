@@ -1,5 +1,6 @@
-"""What a hook says to the token loop: the answers of `Hook` (go on, `Rewind`, `Stop`) and the
-record a row writes (`Continuation`). Plain types without torch, so that a method module can
+"""What a hook says to the token loop: the answers of `Hook` (go on, `Rewind`, `Stop`), the
+record a row writes (`Continuation`), `Hooks` (a list of hooks as one) and the logits
+processor `BanFirstTokens`. Plain types without torch, so that a method module can
 define its hooks without loading the model's libraries (a configuration is checked by the
 method's own module)."""
 from __future__ import annotations
@@ -87,3 +88,50 @@ class Hook:
     def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | None:
         """The row is about to stop for `reason` ("eos", "length", "budget"); a Rewind goes on instead."""
         return None
+
+
+class Hooks(Hook):
+    """Several hooks as the loop's one: each adjusts the logits in turn and sees every step; the
+    first that names a sampler, and the first that answers a token or an end with an action,
+    decide (the hooks after it are not asked about that token: a rewind removes it anyway)."""
+
+    def __init__(self, hooks: list[Hook]):
+        self.hooks = list(hooks)
+
+    def sampler(self, loop: "TokenLoop") -> Sampler | None:
+        return next((s for h in self.hooks if (s := h.sampler(loop)) is not None), None)
+
+    def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
+        for h in self.hooks:
+            logits = h.logits(loop, logits)
+        return logits
+
+    def on_step(self, loop: "TokenLoop") -> None:
+        for h in self.hooks:
+            h.on_step(loop)
+
+    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Stop | None:
+        return next((a for h in self.hooks if (a := h.on_token(loop, row, token, completed)) is not None), None)
+
+    def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | None:
+        return next((a for h in self.hooks if (a := h.on_end(loop, row, reason)) is not None), None)
+
+
+class BanFirstTokens(Hook):
+    """A logits processor: at chosen positions of an answer, tokens it may not start with there
+    (after a dropped sentence, the answer goes on with a first token no dropped attempt had)."""
+
+    def __init__(self, record):
+        self.record = record  # the answer's record (its `tokens` give the position)
+        self.banned: dict[int, set[int]] = {}
+
+    def ban(self, position: int, tokens) -> None:
+        self.banned.setdefault(position, set()).update(tokens)
+
+    def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
+        banned = self.banned.get(len(self.record.tokens))
+        if banned:
+            logits = logits.clone()
+            logits[:, list(banned)] = float("-inf")
+        return logits
+

@@ -2,11 +2,12 @@
 
 It owns what all of them share: the session (cache, crop, extend), sampling, stopping at
 end of sequence, the token budget, and each token's log-probability and entropy. What a
-method adds plugs in as a `Hook` that sees each step and answers: go on (None), adjust
-these logits, use another sampler, or `Rewind`: cut the answer back to a token and go on
+method adds plugs in as hooks (a list, asked in order: engine/actions.py `Hooks`), each of which
+sees every step and answers: go on (None), adjust these logits (a logits processor such as
+`BanFirstTokens`), use another sampler, or `Rewind`: cut the answer back to a token and go on
 from there (the hook has already put the new memory in place), optionally feeding given
 tokens first and optionally ending the answer with them; or `Stop` a row of a batch.
-EWE's controller, its candidate rewrites, Streaming-VR and FLARE are hooks; plain and
+EWE's controller, its candidate rewrites' first-sentence stop, Streaming-VR and FLARE are hooks; plain and
 batched decoding run it with none.
 
 Rows of a batch decode together; a row that stopped leaves the batch (its cache rows are
@@ -20,7 +21,7 @@ import time
 
 import torch
 
-from .actions import Continuation, Hook, Rewind, Stop
+from .actions import Continuation, Hook, Hooks, Rewind, Stop
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
@@ -38,12 +39,12 @@ class TokenLoop:
     """
 
     def __init__(self, session: DecodingSession, sampler: Sampler, stop_ids: set[int], max_new_tokens: int,
-                 records: list | None = None, hook: Hook | None = None, budget: int | None = None,
+                 records: list | None = None, hooks: list[Hook] | None = None, budget: int | None = None,
                  compact: bool = True):
         self.session, self.sampler, self.stop_ids = session, sampler, stop_ids
         self.max_new_tokens = max_new_tokens
         self.records = records
-        self.hook = hook or Hook()
+        self.hook = Hooks(hooks or [])  # the hooks in order, answering as one
         self.budget = budget if budget is not None else max_new_tokens
         self.compact = compact  # False: a stopped row stays in the batch, fed a stop token (the reference)
         self.decoded = 0
