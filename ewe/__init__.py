@@ -3,7 +3,7 @@
 `from ewe import EWE` is the entry point; see `ewe.api`. Importing ewe never needs
 the compiled extension or a GPU.
 """
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["EWE", "EWEConfig", "GenerationResult", "__version__"]
 

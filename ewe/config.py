@@ -11,16 +11,11 @@ from typing import Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .settings import Settings, error_lines
+
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range."""
-
-
-class Settings(BaseModel):
-    """A section of settings: unknown keys are refused, assignments checked. A method's own
-    section (ewe/methods/registry.py: `Method.Options`) subclasses it in the method's module."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 SHARED_SECTIONS = ("model", "memory", "retrieval", "decoding", "checker")  # what every method reads
@@ -303,20 +298,6 @@ class EWEConfig(BaseModel):
 
 def format_errors(e: ValidationError) -> str:
     return "invalid configuration: " + "; ".join(error_lines(e))
-
-
-def error_lines(e: ValidationError, section: str | None = None) -> list[str]:
-    """One line naming each wrong key (inside `section`, for a section checked on its own)."""
-    lines = []
-    for err in e.errors():
-        where = ".".join(str(x) for x in ([section] if section else []) + list(err["loc"]))
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "value_error" and not isinstance(err["input"], (str, int, float, bool, type(None))):
-            lines.append(f"{where + ': ' if where else ''}{msg}")  # a cross-field check: the input is a whole section
-            continue
-        given = f" (got {err['input']!r})" if err["type"] != "missing" else ""
-        lines.append(f"{where}: {msg}{given}")
-    return lines
 
 
 def _deep_copy(d: dict) -> dict:

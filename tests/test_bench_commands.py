@@ -17,7 +17,7 @@ from test_controller import B_WRONG, FakeDatastore, corrected_by_feedback
 from tiny import tiny_ewe, tiny_tokenizer
 
 from ewe import EWE, cli
-from ewe.bench import UnequalCounts, check_equal_counts
+from ewe.bench.decode import UnequalCounts, check_equal_counts
 from ewe.config import EWEConfig
 
 TINY = ["--unit-tokens", "24"]  # the tiny model's memory units

@@ -336,7 +336,7 @@ def test_bench_weight_formats_argument():
     import argparse
 
     from ewe.bench.decode_weights import HELDOUT_TITLES, weight_formats
-    from ewe.bench import BENCH_TITLES
+    from ewe.bench.decode import BENCH_TITLES
 
     assert weight_formats("float32, int8,int8") == ["float32", "int8"]
     with pytest.raises(argparse.ArgumentTypeError, match="comma-separated list"):

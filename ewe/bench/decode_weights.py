@@ -71,7 +71,7 @@ def run_weight_formats(args, load_ewe) -> int:
     from ..config import EWEConfig
     from ..data.wiki import passage
     from ..ops import quantized_linear
-    from . import (BENCH_PROMPT, BENCH_TITLES, UnequalCounts, check_equal_counts, eos_masked, hf_greedy,
+    from .decode import (BENCH_PROMPT, BENCH_TITLES, UnequalCounts, check_equal_counts, eos_masked, hf_greedy,
                     time_interleaved)
 
     ewe = load_ewe(args)

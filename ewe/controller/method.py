@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..config import Settings
+from ..settings import Settings
 from ..methods.registry import Method
 
 Trigger = Literal["never", "interval", "entropy", "min_prob"]

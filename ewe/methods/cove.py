@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..config import Settings
+from ..settings import Settings
 from ..controller.trace import Trace
 from ..result import GenerationResult
 from ..stats import CoVeStats

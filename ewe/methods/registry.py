@@ -23,6 +23,8 @@ import importlib
 
 from pydantic import ValidationError
 
+from ..settings import error_lines
+
 BUILT_IN = {  # name -> "module:class"
     "ewe": "ewe.controller.method:EWEMethod",
     "cove": "ewe.methods.cove:CoVe",
@@ -54,8 +56,6 @@ class Method:
     @classmethod
     def read_options(cls, given: dict | None):
         """`given` (the method's section) checked by its Options; a ValueError names each wrong key."""
-        from ..config import error_lines
-
         if cls.Options is None:
             if given:
                 raise ValueError(f"{cls.section}: method {cls.name!r} takes none (got {', '.join(sorted(given))})")

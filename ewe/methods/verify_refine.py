@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from ..config import Settings
+from ..settings import Settings
 from ..controller.sentences import SentenceTracker, ends_sentence
 from ..controller.trace import Trace, check_event
 from ..engine.actions import Hook, Rewind

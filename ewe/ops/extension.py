@@ -43,7 +43,7 @@ _state: dict = {"loaded": None, "error": None}
 def _load() -> bool:
     if _state["loaded"] is None:
         try:
-            from ewe import _C  # noqa: F401  (loading the library registers the op)
+            import ewe._C  # noqa: F401  (loading the library registers the op)
 
             _register_fake()
             _state["op"] = torch.ops.ewe_ext.memory_attention.default  # resolved once: decode calls it per layer

@@ -737,7 +737,7 @@ def _hit(pid: int, score: float, rec: dict) -> Hit:
 
 def _ewe_version() -> str:
     try:
-        from .. import __version__
+        from ..version import __version__
 
         return __version__
     except ImportError:

@@ -1,0 +1,139 @@
+"""`ewe bench decode`: plain HF `generate` against ewe's loop at k = 0 and with k memory units,
+and the helpers every decode benchmark shares (equal work, interleaved timing)."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+
+BENCH_PROMPT = "Tell me a bio of Albert Einstein."
+BENCH_TITLES = ["Albert Einstein", "Marie Curie", "Isaac Newton", "Charles Darwin", "Niels Bohr", "Max Planck"]
+
+
+def _median_rate(times: list[float], tokens: int) -> float:
+    return tokens / statistics.median(times)
+
+
+class UnequalCounts(RuntimeError):
+    """The runs of a benchmark did not do the same number of tokens: their ratio would mean nothing."""
+
+
+@contextmanager
+def eos_masked(model, stop_ids):
+    """Every forward's logits with the end-of-sequence ids at -inf, for HF's loop and ewe's alike.
+
+    A benchmark decodes exactly n tokens on every side this way (what HF's `min_new_tokens`
+    does, applied to all runs), so no run can stop early and look faster per answer."""
+    ids = sorted(i for i in stop_ids if i is not None)
+    head = model.get_output_embeddings()
+
+    def mask(_module, _inputs, logits):
+        logits[..., ids] = float("-inf")
+        return logits
+
+    handle = head.register_forward_hook(mask) if ids else None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.remove()
+
+
+def time_interleaved(runs: dict, repeats: int) -> tuple[dict, dict, dict]:
+    """Run every `runs` entry (a function returning its tokens) `repeats` times, interleaved
+    so machine noise hits them alike. Returns each run's seconds and token count per repeat,
+    and its last tokens."""
+    times = {name: [] for name in runs}
+    counts = {name: [] for name in runs}  # every repeat's count, all checked
+    tokens = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            tokens[name] = fn()
+            times[name].append(time.perf_counter() - start)
+            counts[name].append(len(tokens[name]))
+    return times, counts, tokens
+
+
+def check_equal_counts(produced: dict[str, int], expected: int, what: str = "tokens") -> None:
+    """Raise UnequalCounts unless every run produced `expected` {what}."""
+    off = {name: n for name, n in produced.items() if n != expected}
+    if off:
+        raise UnequalCounts(f"unequal work: every run must produce {expected} {what}, but "
+                            + ", ".join(f"{name} produced {n}" for name, n in off.items())
+                            + "; no ratio is given for different work")
+
+
+def hf_greedy(model, ids, n: int) -> list[int]:
+    """Plain HF `generate` (the unpatched attention), greedy: the decode baseline's new token ids."""
+    import torch
+
+    model.set_attn_implementation("sdpa")
+    try:
+        with torch.inference_mode():
+            out = model.generate(ids, max_new_tokens=n, do_sample=False)
+    finally:
+        model.set_attn_implementation("ewe")
+    return out[0, ids.shape[1]:].tolist()
+
+
+def bench_decode(args, load_ewe) -> int:
+    """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved.
+
+    Every run decodes exactly n tokens (end-of-sequence masked in all of them, `eos_masked`);
+    a run that produced another count fails the command instead of printing a ratio."""
+    import torch
+
+    from ..data.wiki import passage
+
+    from ..api import EWE
+    from ..config import EWEConfig
+
+    ewe = load_ewe(args)
+    n, k = args.tokens, args.units
+    if k > ewe.config.memory.retrieval_units:  # room for the k passages, same model
+        config = EWEConfig.build(ewe.config.model_dump(), **{"memory.retrieval_units": k})
+        ewe = EWE(ewe.model, ewe.tokenizer, config)
+    passages = [passage(t) for t in BENCH_TITLES[:k]]
+    ids = torch.tensor([ewe.prompt_ids(BENCH_PROMPT)])
+    model = ewe.model
+
+    def hf_generate():
+        return hf_greedy(model, ids, n)
+
+    def ewe_plain():
+        return ewe.generate(BENCH_PROMPT, passages=[], max_new_tokens=n).token_ids
+
+    def ewe_memory():
+        return ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=n).token_ids
+
+    runs = {"hf_generate": hf_generate, "ewe_k0": ewe_plain}
+    if k:
+        runs[f"ewe_k{k}"] = ewe_memory
+    with eos_masked(model, ewe.stop_ids):
+        ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)  # warm up, and encode the units once
+        times, counts, tokens = time_interleaved(runs, args.repeats)
+    produced = {name: statistics.median_low(c) for name, c in counts.items()}
+    print(f"decode: {n} new tokens, prompt {ids.shape[1]} tokens, {args.repeats} repeats interleaved, "
+          f"dtype {ewe.config.model.dtype}, M={ewe.config.memory.unit_tokens}, threads {torch.get_num_threads()}")
+    print("equal work: every run decodes exactly the same number of tokens (end-of-sequence masked in all of "
+          "them), greedy, from the same prompt; units are encoded once (warm-up) and reused, as a passage "
+          "already encoded is not encoded again")
+    equal = all(c == n for cs in counts.values() for c in cs)
+    print(f"{'run':<14}{'tokens':>8}{'median s':>10}{'tok/s':>9}{'vs hf':>8}  same tokens as hf")
+    base = _median_rate(times["hf_generate"], produced["hf_generate"])
+    for name in runs:
+        rate = _median_rate(times[name], produced[name])
+        same = {"hf_generate": "-", "ewe_k0": "yes" if tokens["ewe_k0"] == tokens["hf_generate"] else "NO"}.get(
+            name, "n/a (reads memory)")
+        ratio = f"{rate / base:>8.2f}" if equal else f"{'-':>8}"
+        print(f"{name:<14}{produced[name]:>8}{statistics.median(times[name]):>10.3f}{rate:>9.2f}{ratio}  {same}")
+    print("vs hf: tokens/s over HF generate's, the same token count on both sides; k=0 must write HF's tokens")
+    try:
+        check_equal_counts({f"{name} (repeat {i + 1})": c for name, cs in counts.items()
+                            for i, c in enumerate(cs)}, n)
+    except UnequalCounts as e:
+        print(f"ewe bench decode: {e}", file=sys.stderr)
+        return 1
+    return 0
