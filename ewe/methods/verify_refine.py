@@ -167,9 +167,8 @@ class VerifyRefine(CheckedMethod):
     def _generate(self, run: _Run, gen_prompt: str, dec):
         """The whole answer at once, with the decoding section's settings (offline and Full-VR)."""
         rt = self.runtime
-        rt.prepare([gen_prompt], dec.system_prompt, dec.max_new_tokens)  # refused before any model work
         t0 = time.perf_counter()
-        [out] = rt.generate_plain([gen_prompt], [[]], dec)
+        [out] = rt.generate_plain([gen_prompt], [[]], dec)  # its request preparation refuses a prompt too long
         run.seconds["generate"] += time.perf_counter() - t0
         run.decoded += len(out.token_ids) + int(out.finish_reason == "eos")
         run.trace.step_to(run.decoded)
