@@ -21,6 +21,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include "check_text.h"
+
 #include <cmath>
 #include <initializer_list>
 
@@ -45,7 +47,7 @@ struct AttentionArgs {
 
 inline void check_last_dim_contiguous(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.numel() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1, "memory_attention: ", name,
-              " must have a contiguous last dimension (stride(-1) == 1), got strides ", t.strides());
+              " must have a contiguous last dimension (stride(-1) == 1), got strides ", text(t.strides()));
 }
 
 inline void check_same_device(const at::Tensor& t, const at::Tensor& query, const char* name) {
@@ -62,9 +64,9 @@ inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10
   for (auto dt : dtypes) dtype_ok = dtype_ok || query.scalar_type() == dt;
   TORCH_CHECK(dtype_ok, "memory_attention: query dtype ", query.scalar_type(), " is not supported on ",
               device_type);
-  TORCH_CHECK(query.dim() == 4, "memory_attention: query must be [B, Hq, Q, D], got shape ", query.sizes());
-  TORCH_CHECK(key.dim() == 4, "memory_attention: key must be [B, Hkv, L, D], got shape ", key.sizes());
-  TORCH_CHECK(mem_key.dim() == 4, "memory_attention: mem_key must be [B, Hkv, N, D], got shape ", mem_key.sizes());
+  TORCH_CHECK(query.dim() == 4, "memory_attention: query must be [B, Hq, Q, D], got shape ", text(query.sizes()));
+  TORCH_CHECK(key.dim() == 4, "memory_attention: key must be [B, Hkv, L, D], got shape ", text(key.sizes()));
+  TORCH_CHECK(mem_key.dim() == 4, "memory_attention: mem_key must be [B, Hkv, N, D], got shape ", text(mem_key.sizes()));
 
   AttentionShape s;
   s.B = query.size(0);
@@ -74,8 +76,8 @@ inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10
   s.Hkv = key.size(1);
   s.L = key.size(2);
   s.N = mem_key.size(2);
-  TORCH_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0, "memory_attention: query heads (", s.Hq,
-              ") must be a multiple of key heads (", s.Hkv, ")");
+  TORCH_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0, "memory_attention: query heads (", text(s.Hq),
+              ") must be a multiple of key heads (", text(s.Hkv), ")");
   s.G = s.Hq / s.Hkv;
 
   struct Named {
@@ -90,8 +92,8 @@ inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10
                 a.t.scalar_type(), " differs from query dtype ", query.scalar_type());
     TORCH_CHECK(a.t.dim() == 4 && a.t.size(0) == s.B && a.t.size(1) == s.Hkv && a.t.size(2) == a.len &&
                     a.t.size(3) == s.D,
-                "memory_attention: ", a.name, " must be [B=", s.B, ", Hkv=", s.Hkv, ", ", a.len, ", D=", s.D,
-                "], got ", a.t.sizes());
+                "memory_attention: ", a.name, " must be [B=", text(s.B), ", Hkv=", text(s.Hkv), ", ", text(a.len),
+                ", D=", text(s.D), "], got ", text(a.t.sizes()));
     check_last_dim_contiguous(a.t, a.name);
   }
   check_last_dim_contiguous(query, "query");
@@ -102,7 +104,8 @@ inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10
     TORCH_CHECK(mb.scalar_type() == at::kFloat, "memory_attention: mem_bias must be float32, got ",
                 mb.scalar_type());
     TORCH_CHECK(mb.dim() == 4 && mb.size(0) == s.B && mb.size(1) == 1 && mb.size(2) == 1 && mb.size(3) == s.N,
-                "memory_attention: mem_bias must be [B=", s.B, ", 1, 1, N=", s.N, "], got ", mb.sizes());
+                "memory_attention: mem_bias must be [B=", text(s.B), ", 1, 1, N=", text(s.N), "], got ",
+                text(mb.sizes()));
     check_last_dim_contiguous(mb, "mem_bias");
   }
 
@@ -110,8 +113,8 @@ inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10
   TORCH_CHECK(log_ctx_weight.scalar_type() == at::kFloat, "memory_attention: log_ctx_weight must be float32, got ",
               log_ctx_weight.scalar_type());
   TORCH_CHECK(log_ctx_weight.numel() == s.B && log_ctx_weight.is_contiguous(),
-              "memory_attention: log_ctx_weight must be a contiguous [B, 1, 1, 1] or [B] tensor with B=", s.B,
-              ", got shape ", log_ctx_weight.sizes());
+              "memory_attention: log_ctx_weight must be a contiguous [B, 1, 1, 1] or [B] tensor with B=", text(s.B),
+              ", got shape ", text(log_ctx_weight.sizes()));
 
   if (ctx_bias.has_value()) {
     const at::Tensor& cb = *ctx_bias;
@@ -120,14 +123,14 @@ inline AttentionShape check_memory_attention_args(const AttentionArgs& args, c10
                 cb.scalar_type());
     TORCH_CHECK(cb.dim() == 4 && (cb.size(0) == s.B || cb.size(0) == 1) && cb.size(1) == 1 && cb.size(2) == s.Q &&
                     cb.size(3) == s.L,
-                "memory_attention: ctx_bias must be [B=", s.B, " or 1, 1, Q=", s.Q, ", L=", s.L, "], got ",
-                cb.sizes());
+                "memory_attention: ctx_bias must be [B=", text(s.B), " or 1, 1, Q=", text(s.Q), ", L=", text(s.L),
+                "], got ", text(cb.sizes()));
     check_last_dim_contiguous(cb, "ctx_bias");
   } else {
     TORCH_CHECK(s.Q <= s.L, "memory_attention: ctx_bias=None means causal with the queries at the last Q key "
-                "positions, which needs Q <= L; got Q=", s.Q, ", L=", s.L);
+                "positions, which needs Q <= L; got Q=", text(s.Q), ", L=", text(s.L));
   }
-  TORCH_CHECK(std::isfinite(scale), "memory_attention: scale must be finite, got ", scale);
+  TORCH_CHECK(std::isfinite(scale), "memory_attention: scale must be finite, got ", text(scale));
   TORCH_CHECK(s.D > 0, "memory_attention: head dim D must be positive");
   return s;
 }

@@ -13,6 +13,8 @@ ALLOWED_PRIVATE = {
     ("ewe/modeling/attention.py", "model.config._attn_implementation"),  # transformers' only accessor
     ("ewe/ops/extension.py", "torch._C._dispatch_has_kernel_for_dispatch_key"),  # is a CUDA kernel registered?
     ("ewe/ops/extension.py", "torch._C"),
+    ("ewe/ops/extension.py", "ewe._C"),  # our own compiled module (its BUILD_INFO)
+    ("ewe/ops/quantized_linear.py", "super()._apply"),  # nn.Module's hook under .to() / .half(): buffers rechecked
 }
 
 

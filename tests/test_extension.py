@@ -6,8 +6,11 @@ flash-attention's tests: the kernel's error against a float32 reference may be a
 the fused PyTorch path's error in the same precision, plus a small absolute floor.
 """
 import contextlib
+import dataclasses
+import json
 import logging
 import os
+import re
 
 import pytest
 import torch
@@ -23,9 +26,12 @@ if not extension.available():
 from attention_cases import make_memory  # noqa: E402
 from ewe.ops.extension import memory_attention_extension  # noqa: E402
 
+
+from bad_arguments import probe  # noqa: E402
+ATTENTION_CASES = probe.cases("memory_attention", "cpu")
+
 # Absolute error floor per dtype, on top of 2x the fused path's error (see module docstring).
 ERROR_FLOOR = {torch.float32: 2e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
-OP = torch.ops.ewe_ext.memory_attention
 
 
 def left_padded_mask(batch, q_len, kv_len, gen, as_float=False):
@@ -208,47 +214,116 @@ def test_row_that_sees_nothing_gives_zeros_like_fused():
     torch.testing.assert_close(out, memory_attention_fused(query, key, value, empty, blind, 0.125))
 
 
-def op_args(q_len=3, ctx=11, n=7, dtype=torch.float32, mem_bias=True, ctx_bias=False):
-    gen = torch.Generator().manual_seed(0)
-    q = torch.randn(2, 4, q_len, 64, generator=gen).to(dtype)
-    k, v = (torch.randn(2, 2, ctx, 64, generator=gen).to(dtype) for _ in range(2))
-    mk, mv = (torch.randn(2, 2, n, 64, generator=gen).to(dtype) for _ in range(2))
-    mb = torch.zeros(2, 1, 1, n)
-    mb[1, ..., n - 2:] = float("-inf")
-    lw = LayerMemory.context_weight([2, 1])
-    cb = torch.zeros(1, 1, q_len, ctx) if ctx_bias else None
-    return [q, k, v, mk, mv, mb if mem_bias else None, lw, cb, 0.125]
+@pytest.fixture
+def op_never_entered(monkeypatch):
+    """The resolved op, replaced by one that fails the test: a bad argument must stop in Python."""
+    def entered(*args):
+        pytest.fail("the compiled op was entered with a bad argument")
+
+    monkeypatch.setitem(extension._state, "op", entered)
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [{}, {"q_len": 1, "dtype": torch.bfloat16, "ctx_bias": True}, {"n": 0, "mem_bias": False}],
-    ids=["prefill-fp32", "decode-bf16", "no-memory"],
-)
-def test_opcheck(kwargs):
-    torch.library.opcheck(OP.default, op_args(**kwargs))
+@pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: c.name.split("/")[1])
+def test_argument_checks_name_the_argument(case, op_never_entered):
+    """Every bad argument stops in the Python check with the C++ check's words, before the op."""
+    with pytest.raises(ValueError, match=case.message):
+        extension.memory_attention_op(*probe.case_args(case))
+
+
+def decode_inputs():
+    gen = torch.Generator().manual_seed(3)
+    query = torch.randn(2, 4, 1, 64, generator=gen)
+    key, value = torch.randn(2, 2, 9, 64, generator=gen), torch.randn(2, 2, 9, 64, generator=gen)
+    memory = make_memory(2, 2, 64, [[3, 4], [5]], torch.float32, gen)
+    return {"query": query, "key": key, "value": value, "memory": memory, "ctx_mask": None, "scale": 0.125}
+
+
+def _memory(i, **changes):
+    return dataclasses.replace(i["memory"], **changes)
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda a: a.__setitem__(1, a[1].double()), "key dtype"),
-        (lambda a: a.__setitem__(4, a[4][:, :, :-1]), "mem_value must be"),
-        (lambda a: a.__setitem__(0, a[0].transpose(-1, -2).contiguous().transpose(-1, -2)), "query must have a contiguous last"),
-        (lambda a: a.__setitem__(5, a[5].double()), "mem_bias must be float32"),
-        (lambda a: a.__setitem__(6, a[6][:1]), "log_ctx_weight"),
-        (lambda a: a.__setitem__(7, torch.zeros(1, 1, 2, 11)), "ctx_bias must be"),
-        (lambda a: a.__setitem__(1, a[1][:, :, :2]) or a.__setitem__(2, a[2][:, :, :2]), "Q <= L"),
-        (lambda a: [a.__setitem__(i, a[i].half()) for i in range(5)], "not supported"),
-        (lambda a: a.__setitem__(1, a[1][:, :1].expand(2, 3, 11, 64)) or a.__setitem__(2, a[1]), "multiple of key heads"),
+        (lambda i: i.update(key=i["key"].double()), "key dtype"),
+        (lambda i: i.update(value=i["value"][:, :, :-1]), "value must be"),
+        (lambda i: i.update(memory=_memory(i, key=i["memory"].key[:1])), "mem_key must be"),
+        (lambda i: i.update(memory=_memory(i, bias=i["memory"].bias[..., :-1])), "mem_bias must be"),
+        (lambda i: i.update(memory=_memory(i, log_ctx_weight=i["memory"].log_ctx_weight[:1])), "log_ctx_weight"),
+        (lambda i: i.update(ctx_mask=torch.ones(2, 1, 1, 5, dtype=torch.bool)), "ctx_bias must be"),
+        (lambda i: i.update(query=i["query"].expand(2, 4, 10, 64)), "Q <= L"),
+        (lambda i: i.update({k: i[k].half() for k in ("query", "key", "value")},
+                            memory=_memory(i, key=i["memory"].key.half(), value=i["memory"].value.half())),
+         "not supported"),
+        (lambda i: i.update(query=i["query"][:, :3]), "multiple of key heads"),
+        (lambda i: i.update(scale=float("nan")), "scale must be finite"),
     ],
-    ids=["dtype", "shape", "stride", "bias-dtype", "weight-shape", "ctx-bias-shape", "causal-q-gt-l", "fp16-cpu", "gqa"],
+    ids=["dtype", "shape", "memory-rows", "bias-shape", "weight-rows", "mask-shape", "causal-q-gt-l", "fp16-cpu",
+         "gqa", "scale"],
 )
-def test_argument_checks_name_the_argument(change, message):
-    args = op_args()
-    change(args)
-    with pytest.raises(RuntimeError, match=message):
-        OP(*args)
+def test_decode_wrapper_checks_before_the_op(change, message, op_never_entered):
+    """memory_attention_extension (what decoding calls) checks what it hands the op, derived biases included."""
+    inputs = decode_inputs()
+    change(inputs)
+    with pytest.raises(ValueError, match=message):
+        memory_attention_extension(**inputs)
+
+
+def test_good_arguments_reach_the_op(monkeypatch):
+    """The handle the tests above replace is the one the wrappers call."""
+    calls = []
+    monkeypatch.setitem(extension._state, "op", lambda *a: calls.append(len(a)) or "out")
+    assert extension.memory_attention_op(*probe.attention_args()) == "out"
+    assert memory_attention_extension(**decode_inputs()) == "out" and calls == [9, 9]
+
+
+def test_raw_op_checks_raise_in_a_subprocess():
+    """The C++ checks, the second line: the raw op on each bad argument, all in one child process,
+    so that a crash fails this test ("crashed with signal N") instead of taking pytest down."""
+    problems = probe.raw_op_problems(ATTENTION_CASES)
+    assert not problems, "\n".join(problems)
+
+
+def test_build_info_matches_the_running_torch():
+    info = extension.build_info()
+    assert info["torch"] == re.match(r"\d+\.\d+\.\d+", torch.__version__).group(0)
+    assert info["cxx11_abi"] == int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    assert info["cuda_kernels"] == extension.has_cuda_kernel()
+    assert info["gcc"] or info["clang"]
+    assert json.loads(torch.ops.ewe_ext.build_info()) == {k: v for k, v in info.items() if k != "cuda_kernels"}
+
+
+def test_build_mismatch():
+    info = {"torch": "2.11.0", "cxx11_abi": 1}
+    assert extension.build_mismatch(info, "2.13.0+cpu", True) == \
+        "built against torch 2.11.0, running torch 2.13.0: rebuild with `make ext`"
+    assert extension.build_mismatch(info, "2.11.0+cu130", True) is None  # the local suffix is no mismatch
+    assert "_GLIBCXX_USE_CXX11_ABI=1, running torch uses 0" in extension.build_mismatch(info, "2.11.0", False)
+    assert "no build info" in extension.build_mismatch(None, "2.11.0", True)
+
+
+@pytest.mark.parametrize("other_torch", [True, False], ids=["other-torch", "no-build-info"])
+def test_a_mismatched_build_is_refused(other_torch, monkeypatch):
+    """A build for another torch (or one that predates the build info) is never called: auto falls
+    back to the fused path, and asking for the extension says why."""
+    import ewe._C
+
+    running = re.match(r"\d+\.\d+\.\d+", torch.__version__).group(0)
+    build_info = ("2.12.0" if running == "2.11.0" else "2.11.0") if other_torch else None
+    if build_info is None:
+        monkeypatch.delattr(ewe._C, "BUILD_INFO")
+        expected = "no build info"
+    else:
+        monkeypatch.setattr(ewe._C, "BUILD_INFO", json.dumps({**json.loads(ewe._C.BUILD_INFO), "torch": build_info}))
+        expected = f"built against torch {build_info}, running torch {running}: rebuild with `make ext`"
+    monkeypatch.setattr(extension, "_state", {"loaded": None, "error": None})
+    monkeypatch.setattr(dispatch, "_notice", {"given": False})
+    assert not extension.available()
+    assert expected in extension.load_error()
+    assert (extension.build_info() or {}).get("torch") == build_info
+    assert dispatch.select("auto") is memory_attention_fused
+    with pytest.raises(RuntimeError, match="rebuild with `make ext`"):
+        memory_attention_extension(**decode_inputs())
 
 
 def test_dispatch_auto_uses_extension_and_falls_back_per_input(monkeypatch):
@@ -318,9 +393,17 @@ def test_cuda_long_decode_and_prefill(dtype):
 
 
 @cuda
-def test_cuda_opcheck():
-    args = [a.cuda() if isinstance(a, torch.Tensor) else a for a in op_args(dtype=torch.float16)]
-    torch.library.opcheck(OP.default, args)
+@pytest.mark.parametrize("case", probe.cases("memory_attention", "cuda"), ids=lambda c: c.name.split("/")[1])
+def test_cuda_argument_checks_name_the_argument(case, op_never_entered):
+    """On CUDA too, the kernel's own limits (head dim, group size) included."""
+    with pytest.raises(ValueError, match=case.message):
+        extension.memory_attention_op(*probe.case_args(case, "cuda"))
+
+
+@cuda
+def test_cuda_raw_op_checks_raise_in_a_subprocess():
+    problems = probe.raw_op_problems(probe.cases("memory_attention", "cuda"), "cuda")
+    assert not problems, "\n".join(problems)
 
 
 def test_attention_bench_smoke(monkeypatch, capsys):
@@ -364,3 +447,81 @@ def test_ewe_generate_runs_the_extension_by_default():
     tiny_ewe().generate("hi", passages=["a passage in memory"], max_new_tokens=3)
     ran = {k: dispatch.used[k] - before.get(k, 0) for k in dispatch.used}
     assert ran.get("extension", 0) > 0 and ran.get("fused", 0) == 0 and ran.get("reference", 0) == 0, ran
+
+
+# The CUDA decode kernel (csrc/cuda/memory_attention.cu, decode_kernel): one query, D 64 or 128,
+# G <= 8, rows on a 16-byte grid. test_cuda_matches_reference's decode cases reach it with short
+# contexts and G <= 4; these add long contexts, G up to 8, float32, views and the fallbacks.
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize(
+    "batch, hkv, group, d, ctx, units, unit_len",
+    [
+        (1, 8, 4, 128, 8191, 8, 128),  # Llama-3-8B's layout, k = 8 units of 128: the splits fill the GPU
+        (2, 8, 1, 128, 16383, 8, 128),  # long splits: each warp loops over ~130 keys
+        (2, 2, 8, 128, 3001, 5, 127),  # G = 8, the kernel's largest group
+        (3, 2, 5, 64, 1500, 3, 100),  # G = 5 in 8 register rows, D = 64
+        (2, 1, 1, 64, 700, 0, 1),  # G = 1, no memory
+        (1, 1, 2, 64, 66001, 4, 255),  # one KV head: the split count reaches its cap (256)
+    ],
+)
+def test_cuda_decode_kernel_matches_reference(batch, hkv, group, d, ctx, units, unit_len, dtype):
+    gen = torch.Generator().manual_seed(ctx + group)
+    query = torch.randn(batch, hkv * group, 1, d, generator=gen).to("cuda", dtype)
+    key, value = (torch.randn(batch, hkv, ctx, d, generator=gen).to("cuda", dtype) for _ in range(2))
+    lengths = [[unit_len] * units] + [[unit_len - 2] * max(0, units - 1)] * (batch - 1)
+    memory = make_memory(batch, hkv, d, lengths, dtype, gen, "cuda")
+    check_against_reference(query, key, value, memory, None, d**-0.5)
+    check_against_reference(query, key, value, memory, left_padded_mask(batch, 1, ctx, gen).to("cuda"), d**-0.5)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_cuda_decode_views_and_fallbacks(dtype):
+    """A transposed query and a static cache's slices are read in place; rows off the 16-byte grid,
+    D = 72 and G = 12 take the generic kernel (split and merged)."""
+    gen = torch.Generator().manual_seed(5)
+    batch, hkv, group, d, ctx = 2, 4, 4, 128, 2049
+    query = torch.randn(batch, 1, hkv * group, d, generator=gen).to("cuda", dtype).transpose(1, 2)
+    cache = torch.randn(2, batch, hkv, ctx + 100, d, generator=gen).to("cuda", dtype)
+    key, value = cache[0, :, :, :ctx], cache[1, :, :, :ctx]
+    memory = make_memory(batch, hkv, d, [[127] * 8, [127] * 5], dtype, gen, "cuda")
+    mask = left_padded_mask(batch, 1, ctx, gen).to("cuda")
+    check_against_reference(query, key, value, memory, None, d**-0.5)
+    check_against_reference(query, key, value, memory, mask, d**-0.5)
+    off_grid = torch.randn(batch, hkv, ctx, d + 1, generator=gen).to("cuda", dtype)[..., 1:]
+    check_against_reference(query, off_grid, value, memory, mask, d**-0.5)
+    for group, d in ((3, 72), (12, 64)):
+        query = torch.randn(batch, hkv * group, 1, d, generator=gen).to("cuda", dtype)
+        key, value = (torch.randn(batch, hkv, ctx, d, generator=gen).to("cuda", dtype) for _ in range(2))
+        memory = make_memory(batch, hkv, d, [[127] * 8, [127] * 5], dtype, gen, "cuda")
+        check_against_reference(query, key, value, memory, mask, d**-0.5)
+
+
+@cuda
+def test_cuda_decode_kernel_replays_in_a_cuda_graph():
+    """Captured once, the decode step reads its inputs' current values at each replay and gives
+    the eager result bit for bit (no host synchronization, split states from the graph's pool)."""
+    gen = torch.Generator().manual_seed(6)
+    dtype, batch, hkv, group, d, ctx, n = torch.bfloat16, 1, 8, 4, 128, 4095, 1024
+    query = torch.randn(batch, hkv * group, 1, d, generator=gen).to("cuda", dtype)
+    key, value, mem_key, mem_value = (
+        torch.randn(batch, hkv, length, d, generator=gen).to("cuda", dtype) for length in (ctx, ctx, n, n))
+    mem_bias = torch.zeros(batch, 1, 1, n, device="cuda")
+    log_w = torch.full((batch, 1, 1, 1), 2.0, device="cuda")
+    ctx_bias = torch.zeros(batch, 1, 1, ctx, device="cuda")
+    ctx_bias[..., :100] = float("-inf")
+    op = torch.ops.ewe_ext.memory_attention.default
+    step = lambda: op(query, key, value, mem_key, mem_value, mem_bias, log_w, ctx_bias, d**-0.5)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step()  # warm-up outside the capture, as engine/cuda_graph.py does
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = step()
+    for _ in range(2):
+        query.normal_()
+        graph.replay()
+        torch.testing.assert_close(captured, step(), atol=0, rtol=0)

@@ -28,6 +28,10 @@ if not KERNEL and os.environ.get("EWE_REQUIRE_EXTENSION") == "1":  # `make test-
     raise RuntimeError(f"EWE_REQUIRE_EXTENSION=1 but the int8 linear kernel does not load: {extension.load_error()}")
 needs_kernel = pytest.mark.skipif(not KERNEL, reason=f"extension not built: run `make ext` ({extension.load_error()})")
 
+
+
+from bad_arguments import probe  # noqa: E402
+LINEAR_CASES = probe.cases("int8_linear")
 PATHS = ("scalar", "avx2", "avx512_vnni")  # weakest first
 BEST = quantized_linear.best_isa() if KERNEL else None
 # float32 rounding, relative to sum |x| |w| (see the module docstring)
@@ -183,26 +187,52 @@ def test_auto_takes_the_best_path():
     assert torch.equal(Int8Linear(lin, isa="auto")(x), Int8Linear(lin, isa=BEST)(x))
 
 
+@pytest.fixture
+def op_never_entered(monkeypatch):
+    """The resolved op, replaced by one that fails the test: a bad argument must stop in Python."""
+    def entered(*args):
+        pytest.fail("the compiled op was entered with a bad argument")
+
+    monkeypatch.setitem(quantized_linear._state, "op", entered)
+
+
 @needs_kernel
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        (lambda a: a.__setitem__(0, a[0].double()), "x must be float32"),
-        (lambda a: a.__setitem__(0, a[0][:, :-4]), r"x has K=15 inputs but weight is packed for Kq=5 groups of 4 \(K in 17..20\)"),
-        (lambda a: a.__setitem__(1, a[1].float()), "weight must be a contiguous int8"),
-        (lambda a: a.__setitem__(2, a[2][:-1]), "scale must be a contiguous float32"),
-        (lambda a: a.__setitem__(3, a[3].long()), "wsum must be a contiguous int32"),
-        (lambda a: a.__setitem__(4, a[4][:-1]), "bias must be a contiguous float32"),
-        (lambda a: a.__setitem__(5, 33), "out_features=33 does not match"),
-        (lambda a: a.__setitem__(6, "sse9"), "isa must be one of"),
-    ],
-)
-def test_kernel_argument_errors_name_the_argument(change, message):
-    lin = random_linear(20, 19)
-    args = [torch.randn(2, 19), *pack_int8(*quantize_int8(lin.weight)), lin.bias.detach(), 20, "auto"]
-    change(args)
-    with pytest.raises(RuntimeError, match=message):
-        torch.ops.ewe_ext.int8_linear(*args)
+@pytest.mark.parametrize("case", LINEAR_CASES, ids=lambda c: c.name.split("/")[1])
+def test_kernel_argument_errors_name_the_argument(case, op_never_entered):
+    """Every bad argument stops in the Python check with the C++ check's words, before the op."""
+    with pytest.raises(ValueError, match=case.message):
+        int8_linear(*probe.case_args(case))
+
+
+@needs_kernel
+def test_module_checks_its_input_and_its_buffers_before_the_op(op_never_entered):
+    """Int8Linear checks x per call and its buffers once, again after .to() (which may cast them)."""
+    mod = Int8Linear(random_linear(20, 19))
+    with pytest.raises(ValueError, match="x has K=18 inputs but the layer has in_features=19"):
+        mod(torch.randn(2, 18))  # same packed width as 19: the kernel alone would not notice
+    with pytest.raises(ValueError, match="x must be"):
+        mod(torch.tensor(1.0))
+    mod.to(torch.bfloat16)  # casts the float32 scale and bias
+    with pytest.raises(ValueError, match="scale must be a contiguous float32"):
+        mod(torch.randn(2, 19))
+
+
+@needs_kernel
+def test_good_arguments_reach_the_op(monkeypatch):
+    """The handles the tests above replace are the ones the wrappers call."""
+    calls = []
+    monkeypatch.setitem(quantized_linear._state, "op", lambda *a: calls.append(a[-1]) or torch.zeros(2, 20))
+    int8_linear(*probe.int8_linear_args())
+    Int8Linear(random_linear(20, 19), isa="scalar")(torch.randn(2, 19))
+    assert calls == ["auto", "scalar"]
+
+
+@needs_kernel
+def test_raw_op_checks_raise_in_a_subprocess():
+    """The C++ checks, the second line: the raw op on each bad argument, all in one child process,
+    so that a crash fails this test ("crashed with signal N") instead of taking pytest down."""
+    problems = probe.raw_op_problems(LINEAR_CASES)
+    assert not problems, "\n".join(problems)
 
 
 @needs_kernel
@@ -211,17 +241,8 @@ def test_a_path_this_cpu_lacks_is_an_error():
     if not missing:
         pytest.skip(f"this CPU has every path (best: {BEST})")
     lin = random_linear(16, 8)
-    with pytest.raises(RuntimeError, match="not supported by this CPU"):
-        Int8Linear(lin, isa=missing[0])(torch.randn(1, 8))
-
-
-@needs_kernel
-@pytest.mark.parametrize("rows, bias", [(1, True), (4, False)])
-def test_opcheck(rows, bias):
-    lin = random_linear(20, 19, bias=bias)
-    args = [torch.randn(rows, 19), *pack_int8(*quantize_int8(lin.weight)), lin.bias.detach() if bias else None,
-            20, "auto"]
-    torch.library.opcheck(torch.ops.ewe_ext.int8_linear.default, args)
+    with pytest.raises(ValueError, match="not supported by this CPU"):
+        Int8Linear(lin, isa=missing[0])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,8 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "../check_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -263,25 +265,25 @@ at::Tensor int8_linear_cpu(const at::Tensor& x, const at::Tensor& weight, const 
   TORCH_CHECK(weight.scalar_type() == at::kChar && weight.dim() == 4 && weight.size(2) == kBlock &&
                   weight.size(3) == kQuad && weight.is_contiguous(),
               "int8_linear: weight must be a contiguous int8 [Nb, Kq, 16, 4] tensor, got ", weight.scalar_type(),
-              " ", weight.sizes());
+              " ", text(weight.sizes()));
   const int64_t K = x.size(-1), Nb = weight.size(0), Kq = weight.size(1), N = out_features;
-  TORCH_CHECK(Kq == (K + kQuad - 1) / kQuad, "int8_linear: x has K=", K, " inputs but weight is packed for Kq=", Kq,
-              " groups of 4 (K in ", 4 * Kq - 3, "..", 4 * Kq, ")");
-  TORCH_CHECK(N > (Nb - 1) * kBlock && N <= Nb * kBlock, "int8_linear: out_features=", N,
-              " does not match weight's ", Nb, " blocks of 16 outputs");
+  TORCH_CHECK(Kq == (K + kQuad - 1) / kQuad, "int8_linear: x has K=", text(K), " inputs but weight is packed for Kq=",
+              text(Kq), " groups of 4 (K in ", text(4 * Kq - 3), "..", text(4 * Kq), ")");
+  TORCH_CHECK(N > (Nb - 1) * kBlock && N <= Nb * kBlock, "int8_linear: out_features=", text(N),
+              " does not match weight's ", text(Nb), " blocks of 16 outputs");
   TORCH_CHECK(scale.scalar_type() == at::kFloat && scale.dim() == 1 && scale.size(0) == Nb * kBlock &&
                   scale.is_contiguous(),
-              "int8_linear: scale must be a contiguous float32 [", Nb * kBlock, "] tensor, got ", scale.scalar_type(),
-              " ", scale.sizes());
+              "int8_linear: scale must be a contiguous float32 [", text(Nb * kBlock), "] tensor, got ",
+              scale.scalar_type(), " ", text(scale.sizes()));
   TORCH_CHECK(wsum.scalar_type() == at::kInt && wsum.dim() == 1 && wsum.size(0) == Nb * kBlock &&
                   wsum.is_contiguous(),
-              "int8_linear: wsum must be a contiguous int32 [", Nb * kBlock, "] tensor, got ", wsum.scalar_type(),
-              " ", wsum.sizes());
+              "int8_linear: wsum must be a contiguous int32 [", text(Nb * kBlock), "] tensor, got ",
+              wsum.scalar_type(), " ", text(wsum.sizes()));
   if (bias.has_value()) {
     TORCH_CHECK(bias->device().is_cpu() && bias->scalar_type() == at::kFloat && bias->dim() == 1 &&
                     bias->size(0) == N && bias->is_contiguous(),
-                "int8_linear: bias must be a contiguous float32 CPU [", N, "] tensor, got ", bias->scalar_type(), " ",
-                bias->sizes());
+                "int8_linear: bias must be a contiguous float32 CPU [", text(N), "] tensor, got ",
+                bias->scalar_type(), " ", text(bias->sizes()));
   }
   Isa isa = parse_isa(std::string(isa_arg));
 

@@ -31,6 +31,11 @@ in two int8 passes, about 16 bits of it, and multiplied by vpdpbusd), "avx2" (ex
 FMA) or "scalar" (the same in plain C++). The environment variable EWE_LINEAR_ISA, read when a
 layer is built, overrides "auto", so a test or a user can force a fallback; asking for a path
 this CPU lacks is an error.
+
+Bad arguments never reach the compiled code: `check_int8_linear_args` mirrors every check of
+csrc/cpu/int8_linear.cpp (same messages, naming the argument) and raises ValueError; `int8_linear`
+runs it before each call, `Int8Linear` once for its buffers (and again after `.to()`) and on each
+input's device and width (see ewe/ops/extension.py for why).
 """
 from __future__ import annotations
 
@@ -53,12 +58,12 @@ _state: dict = {"op": None, "notice": False}
 
 
 def kernel_available() -> bool:
-    """True when the compiled extension is built with the int8 linear op."""
+    """True when the compiled extension is built with the int8 linear op (its fake kernel is
+    registered where the extension is loaded, ewe/ops/extension.py)."""
     if _state["op"] is None:
         _state["op"] = False
         if extension.available() and hasattr(torch.ops.ewe_ext, "int8_linear"):
             _state["op"] = torch.ops.ewe_ext.int8_linear.default
-            _register_fake()
     return _state["op"] is not False
 
 
@@ -69,7 +74,9 @@ def _unavailable_reason() -> str:
 
 def best_isa() -> str | None:
     """The code path "auto" takes on this CPU ("avx512_vnni", "avx2", "scalar"); None without the kernel."""
-    return torch.ops.ewe_ext.int8_linear_isa() if kernel_available() else None
+    if "best_isa" not in _state:
+        _state["best_isa"] = torch.ops.ewe_ext.int8_linear_isa() if kernel_available() else None
+    return _state["best_isa"]
 
 
 def requested_isa(isa: str | None = None) -> str:
@@ -77,10 +84,60 @@ def requested_isa(isa: str | None = None) -> str:
     return dispatch.choice(isa, "isa", ISA_ENV_VAR, ISAS, "an int8 linear code path")
 
 
-def _register_fake() -> None:
-    @torch.library.register_fake(OP_NAME)
-    def _(x, weight, scale, wsum, bias, out_features, isa):
-        return x.new_empty((*x.shape[:-1], out_features))
+def _shape(t: Tensor) -> list:
+    return list(t.shape)
+
+
+def check_x(x: Tensor, in_features: int) -> None:
+    """The checks on the input alone, for a module whose buffers were checked already."""
+    if not x.is_cpu:
+        raise ValueError("int8_linear: x, weight, scale and wsum must be CPU tensors")
+    if x.dim() == 0:
+        raise ValueError("int8_linear: x must be [..., K], got a 0-d tensor")
+    if x.shape[-1] != in_features:
+        raise ValueError(f"int8_linear: x has K={x.shape[-1]} inputs but the layer has in_features={in_features}")
+
+
+def check_int8_linear_args(x: Tensor, weight: Tensor, scale: Tensor, wsum: Tensor, bias: Tensor | None,
+                           out_features: int, isa: str) -> None:
+    """Raise ValueError, naming the argument, for whatever the compiled op would refuse: the
+    checks of int8_linear_cpu (csrc/cpu/int8_linear.cpp) in its order and words, `isa` included."""
+    if not (x.is_cpu and weight.is_cpu and scale.is_cpu and wsum.is_cpu):
+        raise ValueError("int8_linear: x, weight, scale and wsum must be CPU tensors")
+    if x.dtype != torch.float32:
+        raise ValueError(f"int8_linear: x must be float32, got {x.dtype}")
+    if x.dim() == 0:
+        raise ValueError("int8_linear: x must be [..., K], got a 0-d tensor")
+    if (weight.dtype != torch.int8 or weight.dim() != 4 or weight.shape[2:] != (BLOCK, QUAD)
+            or not weight.is_contiguous()):
+        raise ValueError(f"int8_linear: weight must be a contiguous int8 [Nb, Kq, 16, 4] tensor, got {weight.dtype} "
+                         f"{_shape(weight)}")
+    K, (Nb, Kq), N = x.shape[-1], weight.shape[:2], out_features
+    if Kq != (K + QUAD - 1) // QUAD:
+        raise ValueError(f"int8_linear: x has K={K} inputs but weight is packed for Kq={Kq} groups of 4 "
+                         f"(K in {4 * Kq - 3}..{4 * Kq})")
+    if not (Nb - 1) * BLOCK < N <= Nb * BLOCK:
+        raise ValueError(f"int8_linear: out_features={N} does not match weight's {Nb} blocks of 16 outputs")
+    if scale.dtype != torch.float32 or scale.shape != (Nb * BLOCK,) or not scale.is_contiguous():
+        raise ValueError(f"int8_linear: scale must be a contiguous float32 [{Nb * BLOCK}] tensor, got {scale.dtype} "
+                         f"{_shape(scale)}")
+    if wsum.dtype != torch.int32 or wsum.shape != (Nb * BLOCK,) or not wsum.is_contiguous():
+        raise ValueError(f"int8_linear: wsum must be a contiguous int32 [{Nb * BLOCK}] tensor, got {wsum.dtype} "
+                         f"{_shape(wsum)}")
+    if bias is not None and (not bias.is_cpu or bias.dtype != torch.float32 or bias.shape != (N,)
+                             or not bias.is_contiguous()):
+        raise ValueError(f"int8_linear: bias must be a contiguous float32 CPU [{N}] tensor, got {bias.dtype} "
+                         f"{_shape(bias)}")
+    check_isa(isa)
+
+
+def check_isa(isa: str) -> None:
+    """`isa` as the kernel parses it: a known name, and a path this CPU has."""
+    if isa not in ISAS:
+        raise ValueError(f"int8_linear: isa must be one of {', '.join(ISAS)}; got '{isa}'")
+    best = best_isa()
+    if isa != "auto" and best is not None and ISAS.index(isa) < ISAS.index(best):  # ISAS: strongest first
+        raise ValueError(f"int8_linear: isa='{isa}' is not supported by this CPU (the best it has is {best})")
 
 
 def quantize_int8(weight: Tensor) -> tuple[Tensor, Tensor]:
@@ -113,7 +170,9 @@ def int8_linear(x: Tensor, weight: Tensor, scale: Tensor, wsum: Tensor, bias: Te
     if not kernel_available():
         raise RuntimeError(f"the compiled int8 linear kernel is not available ({_unavailable_reason()}); "
                            f"{extension.BUILD_HINT}")
-    return _state["op"](x, weight, scale, wsum, bias, out_features, requested_isa(isa))
+    isa = requested_isa(isa)
+    check_int8_linear_args(x, weight, scale, wsum, bias, out_features, isa)
+    return _state["op"](x, weight, scale, wsum, bias, out_features, isa)
 
 
 class Int8Linear(nn.Module):
@@ -143,12 +202,27 @@ class Int8Linear(nn.Module):
             self.register_buffer("scale", scale_pad)
             self.register_buffer("wsum", wsum)
             self._op = _state["op"]
+            self._check_buffers()
         else:
             self.register_buffer("weight_dequantized", q.float() * scale[:, None])
+
+    def _check_buffers(self) -> None:
+        """The op's checks on everything but x (x is checked per call, the rest once: decode calls
+        every layer per token)."""
+        x = torch.empty(0, self.in_features)
+        check_int8_linear_args(x, self.weight_int8, self.scale, self.wsum, self.bias, self.out_features, self.isa)
+        self._buffers_checked = True
+
+    def _apply(self, fn, recurse=True):
+        self._buffers_checked = False  # .to() / .cuda() / .half() may move or cast the buffers
+        return super()._apply(fn, recurse)
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.use_kernel:
             return F.linear(x.float(), self.weight_dequantized, self.bias).to(x.dtype)
+        if not self._buffers_checked:
+            self._check_buffers()
+        check_x(x, self.in_features)
         if x.dtype != torch.float32:
             return self._op(x.float(), self.weight_int8, self.scale, self.wsum, self.bias, self.out_features,
                             self.isa).to(x.dtype)
