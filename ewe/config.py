@@ -87,6 +87,12 @@ class DecodingConfig(Settings):
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     seed: int | None = Field(None, ge=0, le=2**63 - 1, description="sampling seed (None: a fresh one each call)")
     system_prompt: str | None = Field(None, description="None keeps the chat template's default")
+    kv_cache: Literal["dynamic", "static"] = Field(
+        "dynamic", description="static: the KV cache allocated once for the prompt plus max_new_tokens, a crop "
+        "moves an index (ewe/engine/static_cache.py); on a CUDA device its decode steps replay a captured CUDA "
+        "graph (decoding.cuda_graphs)")
+    cuda_graphs: bool = Field(True, description="kv_cache static on a CUDA device: capture one decode step "
+                              "(memory attention included) as a CUDA graph and replay it per token")
 
 
 class CheckerConfig(Settings):

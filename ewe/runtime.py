@@ -18,6 +18,9 @@ from .result import GenerationResult
 from .retrieval.in_prompt import PASSAGE_FORMATS
 from .stats import PlainStats
 
+# positions a static KV cache holds beyond prompt + max_new_tokens: a rewrite's or a check's few extra tokens
+STATIC_CACHE_SLACK = 64
+
 
 class Runtime:
     """The configuration and its loaded parts; see the module docstring."""
@@ -183,7 +186,12 @@ class Runtime:
 
     def session(self, memory_state: MemoryState | None = None, offset: int = 0) -> DecodingSession:
         """A decoding session over the patched model (context positions after `offset` memory ones)."""
-        return DecodingSession(self.model, memory_state, offset, self.config.model.attention_impl)
+        dec = self.config.decoding
+        graph = None
+        if dec.kv_cache == "static" and dec.cuda_graphs and next(self.model.parameters()).is_cuda:
+            graph = "cuda"
+        return DecodingSession(self.model, memory_state, offset, self.config.model.attention_impl, dec.kv_cache,
+                               dec.max_new_tokens + STATIC_CACHE_SLACK, graph)
 
     def decoding(self, **overrides) -> DecodingConfig:
         """The decoding section with `overrides` (None values keep the configured ones), validated."""

@@ -55,14 +55,18 @@ def tiny_cli(base, monkeypatch):
 
 
 def test_decode_every_run_decodes_the_same_count(tiny_cli, capsys):
-    assert cli.main(["bench", "decode", "--tokens", "6", "--units", "2", "--repeats", "2", *TINY]) == 0
+    assert cli.main(["bench", "decode", "--tokens", "6", "--units", "2", "--repeats", "2", "--kv-caches", "dynamic",
+                     "static", *TINY]) == 0
     out = capsys.readouterr().out
-    table = rows(out, "hf_generate ewe_k0 ewe_k2")
-    assert set(table) == {"hf_generate", "ewe_k0", "ewe_k2"}
+    table = rows(out, "hf_generate ewe_k0 ewe_k2 ewe_k0_static ewe_k2_static")
+    assert set(table) == {"hf_generate", "ewe_k0", "ewe_k2", "ewe_k0_static", "ewe_k2_static"}
     for name, cols in table.items():
         assert cols[1] == "6"  # tokens: equal counts, end-of-sequence masked in every run
         positive(cols[2]), positive(cols[3]), positive(cols[4])  # median s, tok/s, vs hf
-    assert table["hf_generate"][4] == "1.00" and table["ewe_k0"][5] == "yes"  # k=0 writes HF's tokens
+    assert table["hf_generate"][4] == "1.00"
+    assert " ".join(table["ewe_k0"][5:]) == "hf_generate: yes"  # k=0 writes HF's tokens
+    assert " ".join(table["ewe_k0_static"][5:]) == "ewe_k0: yes, hf_generate: yes"
+    assert " ".join(table["ewe_k2_static"][5:]) == "ewe_k2: yes"  # the static cache writes the dynamic one's
     assert "equal work" in out
 
 

@@ -5,7 +5,7 @@ import torch
 from ewe.engine import DecodingSession, Sampler, decode
 from ewe.memory import MemoryState, UnitEncoder, WorkingMemory
 from ewe.modeling import patch_model
-from tiny import tiny_model, tiny_tokenizer
+from tiny import left_padded, tiny_model, tiny_tokenizer
 
 M = 24
 PASSAGES = ["Marie Curie was a Polish physicist.", "The Eiffel Tower is in Paris.", "Albert Einstein was German."]
@@ -151,12 +151,7 @@ def test_batch_with_left_padding_matches_single_rows(model, state):
     units = enc.encode(PASSAGES)
     rows = [[units[0], units[1]], [units[2]]]
     a, b = prompt_ids("Tell me a bio of Marie Curie, the physicist."), prompt_ids("Paris?")
-    width = max(a.shape[1], b.shape[1])
-    ids = torch.full((2, width), tok.pad_token_id)
-    valid = torch.zeros(2, width, dtype=torch.long)
-    for r, x in enumerate((a, b)):
-        ids[r, width - x.shape[1] :] = x[0]
-        valid[r, width - x.shape[1] :] = 1
+    ids, valid = left_padded([a, b], tok.pad_token_id)
     batch = DecodingSession(model, MemoryState.from_rows(rows), M, "fused")
     logits = [batch.prefill(ids, valid)]
     logits.append(batch.step(torch.tensor([5, 9])))

@@ -69,3 +69,14 @@ def tiny_ewe(config=None, seed: int = 0, **model_kwargs):
 
     cfg = config if config is not None else EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}})
     return EWE(tiny_model(seed, **model_kwargs), tiny_tokenizer(), cfg)
+
+
+def left_padded(prompts: list, pad_id: int):
+    """[1, T_i] prompts as one left-padded batch: ids [B, T] and valid [B, T] (0 on the padding)."""
+    width = max(x.shape[1] for x in prompts)
+    ids = torch.full((len(prompts), width), pad_id)
+    valid = torch.zeros(len(prompts), width, dtype=torch.long)
+    for r, x in enumerate(prompts):
+        ids[r, width - x.shape[1]:] = x[0]
+        valid[r, width - x.shape[1]:] = 1
+    return ids, valid

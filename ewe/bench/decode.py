@@ -78,6 +78,20 @@ def hf_greedy(model, ids, n: int) -> list[int]:
     return out[0, ids.shape[1]:].tolist()
 
 
+def _same_tokens(name: str, tokens: dict) -> str:
+    """Which run's tokens `name` must equal, and whether it does: k=0 runs HF generate's (no memory is
+    read), a static-cache run its dynamic-cache twin's."""
+    if name == "hf_generate":
+        return "-"
+    twin = name.split("_static")[0] if name.endswith("_static") else None
+    checks = [twin] if twin else []
+    if name.startswith("ewe_k0"):
+        checks.append("hf_generate")
+    if not checks:
+        return "- (reads memory)"
+    return ", ".join(f"{other}: {'yes' if tokens[name] == tokens[other] else 'NO'}" for other in checks)
+
+
 def bench_decode(args, load_ewe) -> int:
     """Plain HF `generate` against ewe's loop at k = 0 and with k units of M tokens, same prompt, interleaved.
 
@@ -102,17 +116,22 @@ def bench_decode(args, load_ewe) -> int:
     def hf_generate():
         return hf_greedy(model, ids, n)
 
-    def ewe_plain():
-        return ewe.generate(BENCH_PROMPT, passages=[], max_new_tokens=n).token_ids
+    def ewe_run(engine, units):
+        return lambda: engine.generate(BENCH_PROMPT, passages=units, max_new_tokens=n).token_ids
 
-    def ewe_memory():
-        return ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=n).token_ids
-
-    runs = {"hf_generate": hf_generate, "ewe_k0": ewe_plain}
-    if k:
-        runs[f"ewe_k{k}"] = ewe_memory
+    runs = {"hf_generate": hf_generate}
+    engines = {}
+    for kv in getattr(args, "kv_caches", None) or ["dynamic"]:
+        suffix = "" if kv == "dynamic" else f"_{kv}"
+        engines[kv] = engine = ewe if kv == ewe.config.decoding.kv_cache else EWE(
+            model, ewe.tokenizer, EWEConfig.build(ewe.config.model_dump(), **{"decoding.kv_cache": kv}))
+        runs[f"ewe_k0{suffix}"] = ewe_run(engine, [])
+        if k:
+            runs[f"ewe_k{k}{suffix}"] = ewe_run(engine, passages)
     with eos_masked(model, ewe.stop_ids):
-        ewe.generate(BENCH_PROMPT, passages=passages, max_new_tokens=2)  # warm up, and encode the units once
+        for engine in engines.values():  # warm up (a static cache captures its graphs), encode the units once
+            engine.generate(BENCH_PROMPT, passages=passages, max_new_tokens=4)
+            engine.generate(BENCH_PROMPT, passages=[], max_new_tokens=4)
         times, counts, tokens = time_interleaved(runs, args.repeats)
     produced = {name: statistics.median_low(c) for name, c in counts.items()}
     print(f"decode: {n} new tokens, prompt {ids.shape[1]} tokens, {args.repeats} repeats interleaved, "
@@ -121,15 +140,15 @@ def bench_decode(args, load_ewe) -> int:
           "them), greedy, from the same prompt; units are encoded once (warm-up) and reused, as a passage "
           "already encoded is not encoded again")
     equal = all(c == n for cs in counts.values() for c in cs)
-    print(f"{'run':<14}{'tokens':>8}{'median s':>10}{'tok/s':>9}{'vs hf':>8}  same tokens as hf")
+    print(f"{'run':<18}{'tokens':>8}{'median s':>10}{'tok/s':>9}{'vs hf':>8}  same tokens as")
     base = _median_rate(times["hf_generate"], produced["hf_generate"])
     for name in runs:
         rate = _median_rate(times[name], produced[name])
-        same = {"hf_generate": "-", "ewe_k0": "yes" if tokens["ewe_k0"] == tokens["hf_generate"] else "NO"}.get(
-            name, "n/a (reads memory)")
         ratio = f"{rate / base:>8.2f}" if equal else f"{'-':>8}"
-        print(f"{name:<14}{produced[name]:>8}{statistics.median(times[name]):>10.3f}{rate:>9.2f}{ratio}  {same}")
-    print("vs hf: tokens/s over HF generate's, the same token count on both sides; k=0 must write HF's tokens")
+        print(f"{name:<18}{produced[name]:>8}{statistics.median(times[name]):>10.3f}{rate:>9.2f}{ratio}  "
+              f"{_same_tokens(name, tokens)}")
+    print("vs hf: tokens/s over HF generate's, the same token count on both sides; k=0 must write HF's tokens; "
+          "a static-cache run must write its dynamic-cache twin's")
     try:
         check_equal_counts({f"{name} (repeat {i + 1})": c for name, cs in counts.items()
                             for i, c in enumerate(cs)}, n)

@@ -3,6 +3,9 @@
 The session is the engine's only stateful object. It knows nothing about pauses or
 fact-checking; the controller drives it through `prefill`, `step`, `truncate` and
 `set_memory`. Rolling back is a cache crop, not a recomputation.
+
+The KV cache is transformers' DynamicCache, or with kv_cache="static" one allocated once
+(`static_cache.py`), whose decode steps can run as a replayed CUDA graph (`cuda_graph.py`).
 """
 from __future__ import annotations
 
@@ -11,6 +14,12 @@ import copy
 import torch
 from transformers import DynamicCache
 
+from .cuda_graph import GraphedStep
+from .static_cache import PreallocatedCache
+
+KV_CACHES = ("dynamic", "static")
+GRAPH_MODES = (None, "cuda", "eager")
+
 
 class DecodingSession:
     """Context decoding over a patched model.
@@ -18,10 +27,24 @@ class DecodingSession:
     position_offset: where the context's position ids start. EWE's memory units occupy
     positions 0..M-1, so with a memory the context starts at M; without one, at 0,
     exactly like the unpatched model.
+    kv_cache: "dynamic" (transformers' DynamicCache) or "static" (preallocated for the prompt
+    plus `reserve` tokens; grown if outrun).
+    graph: with the static cache, how one-token steps run: None as ordinary forwards over
+    exact-length views; "cuda" as a captured CUDA graph replayed per token; "eager" the same
+    fixed-shape step without capture (what the graph replays, runnable on CPU).
     """
 
-    def __init__(self, model, memory_state=None, position_offset: int = 0, attention_impl: str | None = None):
+    def __init__(self, model, memory_state=None, position_offset: int = 0, attention_impl: str | None = None,
+                 kv_cache: str = "dynamic", reserve: int = 256, graph: str | None = None):
+        if kv_cache not in KV_CACHES:
+            raise ValueError(f"kv_cache={kv_cache!r} is not one of {KV_CACHES}")
+        if graph not in GRAPH_MODES:
+            raise ValueError(f"graph={graph!r} is not one of {GRAPH_MODES}")
+        if graph is not None and kv_cache != "static":
+            raise ValueError(f"graph={graph!r} needs kv_cache='static' (a fixed-shape step needs preallocated buffers)")
         self.model = model
+        self.kv_cache, self.reserve, self.graph = kv_cache, reserve, graph
+        self._steps: dict[bool, GraphedStep] = {}  # by whether a memory is read
         self.memory_state = memory_state
         self.position_offset = position_offset
         self.attention_impl = attention_impl
@@ -59,15 +82,41 @@ class DecodingSession:
     @torch.inference_mode()
     def prefill(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """Start the context with `input_ids` [B, T] (left-padded where `valid` is 0); return last logits [B, V]."""
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = self._new_cache(input_ids.shape[1])
+        self._steps.clear()
         self.tokens = input_ids.to(self.device)
         self.valid = (valid if valid is not None else torch.ones_like(input_ids)).to(self.device).long()
         return self._forward(self.tokens, self._positions(0))
 
+    def _new_cache(self, prompt_tokens: int):
+        if self.kv_cache == "static":
+            return PreallocatedCache(self.model.config, prompt_tokens + self.reserve)
+        return DynamicCache(config=self.model.config)
+
     @torch.inference_mode()
     def step(self, next_ids: torch.Tensor) -> torch.Tensor:
         """Append one token per row [B]; return the next logits [B, V]."""
-        return self.extend(next_ids.view(-1, 1))
+        step = self._graph_step()
+        if step is None:
+            return self.extend(next_ids.view(-1, 1))
+        ids = next_ids.view(-1, 1).to(self.device)
+        logits = step(ids)
+        self.forward_calls += 1
+        self.tokens = torch.cat([self.tokens, ids], dim=1)
+        self.valid = torch.cat([self.valid, torch.ones_like(ids)], dim=1)
+        return logits
+
+    def _graph_step(self) -> GraphedStep | None:
+        """The fixed-shape step for the session as it is now, built anew when its buffers moved;
+        None where the step runs as an ordinary forward (no graph, or the cache is full: the
+        ordinary forward grows it, and the next step captures at the new size)."""
+        if self.graph is None or self.length >= self.cache.capacity:
+            return None
+        reads_memory = self.memory_state is not None and not self.memory_state.is_empty
+        step = self._steps.get(reads_memory)
+        if step is None or not step.still_valid():
+            step = self._steps[reads_memory] = GraphedStep(self, capture=self.graph == "cuda")
+        return step
 
     @torch.inference_mode()
     def extend(self, ids: torch.Tensor) -> torch.Tensor:
@@ -133,7 +182,8 @@ class DecodingSession:
         """
         if not 1 <= length <= self.length:
             raise ValueError(f"branch length={length} must be between 1 and the context length {self.length}")
-        out = DecodingSession(self.model, None, self.position_offset, self.attention_impl)
+        out = DecodingSession(self.model, None, self.position_offset, self.attention_impl, self.kv_cache,
+                              self.reserve, self.graph)
         out.cache = copy.deepcopy(self.cache)
         out.tokens, out.valid = self.tokens, self.valid
         out.crop(length - 1)

@@ -143,8 +143,8 @@ class MemoryState:
         n = max(totals)
         if n == 0:
             return cls([], bounds)
-        log_w = LayerMemory.context_weight([len(b) for b in bounds])
         ref = next(u for units in rows for u in units)
+        log_w = LayerMemory.context_weight([len(b) for b in bounds], ref.keys.device)
         n_layers, hkv, _, d = ref.keys.shape
         shape = (len(rows), n_layers, hkv, n, d)
         keys = ref.keys.new_zeros(shape)

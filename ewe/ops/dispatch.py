@@ -15,6 +15,8 @@ import os
 from collections import Counter
 from typing import Callable
 
+import torch
+
 from . import extension
 from .extension import memory_attention_extension
 from .fused import memory_attention_fused
@@ -44,16 +46,23 @@ def requested_impl(impl: str | None = None) -> str:
 def memory_attention_auto(query, key, value, memory, ctx_mask, scale):
     """The extension where it supports the inputs, else the fused path (same signature)."""
     if extension.supports(query, key, value, memory):
-        used["extension"] += 1
+        _count("extension")
         return memory_attention_extension(query, key, value, memory, ctx_mask, scale)
-    used["fused"] += 1
+    _count("fused")
     return memory_attention_fused(query, key, value, memory, ctx_mask, scale)
+
+
+def _count(name: str) -> None:
+    # Not while torch.compile traces: a guard on the counter would recompile the graph at every call.
+    # (Likewise a captured CUDA graph replays without Python: `used` counts the calls Python made.)
+    if not torch.compiler.is_compiling():
+        used[name] += 1
 
 
 def run(fn: Callable, *args):
     """Call a kernel `select` returned, counting it in `used` (auto counts the one it picks)."""
     if fn is not memory_attention_auto:
-        used[_NAMES[fn]] += 1
+        _count(_NAMES[fn])
     return fn(*args)
 
 

@@ -21,9 +21,8 @@ def context_bias(
         q_pos = torch.arange(kv_len - q_len, kv_len, device=device).view(q_len, 1)
         allowed = torch.arange(kv_len, device=device).view(1, kv_len) <= q_pos
         mask = allowed.view(1, 1, q_len, kv_len)
-    if mask.dtype == torch.bool:
-        zero = torch.zeros((), dtype=torch.float32, device=device)
-        return torch.where(mask, zero, torch.tensor(float("-inf"), device=device))
+    if mask.dtype == torch.bool:  # (no tensor made from a Python number: a CUDA graph cannot capture that copy)
+        return torch.zeros(mask.shape, dtype=torch.float32, device=device).masked_fill_(~mask, float("-inf"))
     mask = mask.float()
     # transformers' float masks use the dtype's min rather than -inf; treat both as "blocked"
     return mask.masked_fill(mask <= torch.finfo(torch.float32).min / 2, float("-inf"))
