@@ -93,6 +93,16 @@ class DecodingConfig(Settings):
         "graph (decoding.cuda_graphs)")
     cuda_graphs: bool = Field(True, description="kv_cache static on a CUDA device: capture one decode step "
                               "(memory attention included) as a CUDA graph and replay it per token")
+    compile: bool = Field(False, description="kv_cache static on CPU: compile the fixed-shape decode step with "
+                          "torch.compile (measured 1.40x per step on 2 cores, after about 16 s of compiling; each "
+                          "new shape, e.g. another batch size, compiles again)")
+
+    @model_validator(mode="after")
+    def _compile_needs_static(self):
+        if self.compile and self.kv_cache != "static":
+            raise ValueError("decoding.compile compiles the static cache's fixed-shape step: set decoding.kv_cache "
+                             "'static' too")
+        return self
 
 
 class CheckerConfig(Settings):

@@ -187,11 +187,17 @@ class Runtime:
     def session(self, memory_state: MemoryState | None = None, offset: int = 0) -> DecodingSession:
         """A decoding session over the patched model (context positions after `offset` memory ones)."""
         dec = self.config.decoding
+        on_cuda = next(self.model.parameters()).is_cuda
         graph = None
-        if dec.kv_cache == "static" and dec.cuda_graphs and next(self.model.parameters()).is_cuda:
+        if dec.kv_cache == "static" and dec.cuda_graphs and on_cuda:
             graph = "cuda"
+        if dec.compile:
+            if on_cuda:
+                raise ConfigError("decoding.compile is built and measured for CPU decoding; on a GPU, "
+                                  "decoding.cuda_graphs replays each step instead")
+            graph = "eager"
         return DecodingSession(self.model, memory_state, offset, self.config.model.attention_impl, dec.kv_cache,
-                               dec.max_new_tokens + STATIC_CACHE_SLACK, graph)
+                               dec.max_new_tokens + STATIC_CACHE_SLACK, graph, compile=dec.compile)
 
     def decoding(self, **overrides) -> DecodingConfig:
         """The decoding section with `overrides` (None values keep the configured ones), validated."""

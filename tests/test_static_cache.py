@@ -124,11 +124,30 @@ def test_branch_of_a_static_session_is_static_and_leaves_the_source(model, units
     assert torch.equal(static.tokens, before) and static.cache.get_seq_length() == before.shape[1]
 
 
+def test_compiled_step_writes_the_dynamic_cache_tokens(model, units):
+    """decoding.compile: the fixed-shape step under torch.compile (CPU), refresh and backtrack included."""
+    state = MemoryState.from_rows([units])
+    keep = prompt_ids().shape[1] + 4
+    script = {5: lambda s: s.truncate(keep), 8: lambda s: s.set_memory(MemoryState.from_rows([units[:2]]))}
+    dynamic = DecodingSession(model, state, M, "fused")
+    compiled = DecodingSession(model, state, M, "fused", kv_cache="static", reserve=16, graph="eager", compile=True)
+    want, _ = greedy(dynamic, prompt_ids(), 12, script=script)
+    got, _ = greedy(compiled, prompt_ids(), 12, script=script)
+    assert torch.equal(got, want)
+    assert compiled.cache.capacity % 256 == 0  # capacities rounded, so sessions share compiled shapes
+
+
 def test_bad_settings_are_refused(model):
     with pytest.raises(ValueError, match="kv_cache='static'"):
         DecodingSession(model, None, 0, graph="cuda")
     with pytest.raises(ValueError, match="kv_cache='paged'"):
         DecodingSession(model, None, 0, kv_cache="paged")
+    with pytest.raises(ValueError, match="needs graph='eager'"):
+        DecodingSession(model, None, 0, kv_cache="static", compile=True)
+    from ewe.config import ConfigError, EWEConfig
+
+    with pytest.raises(ConfigError, match="decoding.kv_cache 'static' too"):
+        EWEConfig.build({"decoding": {"compile": True}})
 
 
 def test_generate_with_a_static_cache_writes_the_same_answer(model):

@@ -26,9 +26,10 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
                    help="new tokens per run; every run decodes exactly this many (end-of-sequence masked)")
     d.add_argument("--units", type=non_negative_int, default=4, help="memory units for the memory run")
     d.add_argument("--repeats", type=positive_int, default=5)
-    d.add_argument("--kv-caches", nargs="+", choices=["dynamic", "static"], default=["dynamic"],
+    d.add_argument("--kv-caches", nargs="+", choices=["dynamic", "static", "compiled"], default=["dynamic"],
                    help="ewe's runs per KV cache: static preallocates it, and on a CUDA device replays each decode "
-                        "step as a captured CUDA graph (decoding.kv_cache); e.g. --kv-caches dynamic static")
+                        "step as a captured CUDA graph (decoding.kv_cache); compiled (CPU) is static with the step "
+                        "compiled by torch.compile (decoding.compile); e.g. --kv-caches dynamic static compiled")
     from .decode import bench_decode
     from .decode_weights import run_weight_formats, weight_formats
 

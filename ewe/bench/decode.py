@@ -83,7 +83,7 @@ def _same_tokens(name: str, tokens: dict) -> str:
     read), a static-cache run its dynamic-cache twin's."""
     if name == "hf_generate":
         return "-"
-    twin = name.split("_static")[0] if name.endswith("_static") else None
+    twin = name.rsplit("_", 1)[0] if name.endswith(("_static", "_compiled")) else None
     checks = [twin] if twin else []
     if name.startswith("ewe_k0"):
         checks.append("hf_generate")
@@ -123,8 +123,10 @@ def bench_decode(args, load_ewe) -> int:
     engines = {}
     for kv in getattr(args, "kv_caches", None) or ["dynamic"]:
         suffix = "" if kv == "dynamic" else f"_{kv}"
-        engines[kv] = engine = ewe if kv == ewe.config.decoding.kv_cache else EWE(
-            model, ewe.tokenizer, EWEConfig.build(ewe.config.model_dump(), **{"decoding.kv_cache": kv}))
+        settings = {"decoding.kv_cache": "static" if kv == "compiled" else kv, "decoding.compile": kv == "compiled"}
+        same = all(ewe.config.model_dump()["decoding"][k.split(".")[1]] == v for k, v in settings.items())
+        engines[kv] = engine = ewe if same else EWE(
+            model, ewe.tokenizer, EWEConfig.build(ewe.config.model_dump(), **settings))
         runs[f"ewe_k0{suffix}"] = ewe_run(engine, [])
         if k:
             runs[f"ewe_k{k}{suffix}"] = ewe_run(engine, passages)

@@ -11,7 +11,8 @@ moves the position, a refresh copies the new memory into the slots, and whatever
 a new graph.
 
 With capture=False the same function runs eagerly (any device): the tests hold its tokens to
-the ordinary path's on CPU, where no graph can be captured.
+the ordinary path's on CPU, where no graph can be captured. With compile=True (CPU) it runs
+compiled by torch.compile: one compiled function for every step object, specialized per shape.
 """
 from __future__ import annotations
 
@@ -71,12 +72,15 @@ class MemorySlots:
 class GraphedStep:
     """The decode step of one session at its current batch size and memory (see module docstring)."""
 
-    def __init__(self, session, capture: bool):
+    def __init__(self, session, capture: bool, compile: bool = False):
         cache = session.cache
         if not isinstance(cache, PreallocatedCache):
             raise TypeError("a graph step needs the static KV cache (decoding.kv_cache 'static')")
         device, rows = session.device, session.tokens.shape[0]
+        if capture and compile:
+            raise ValueError("a graph step is captured or compiled, not both (compile is for CPU decoding)")
         self.session, self.cache, self.capture = session, cache, capture
+        self.run = _compiled_forward() if compile else GraphedStep._forward
         self.allocations = cache.allocations()
         self.ids = torch.zeros(rows, 1, dtype=torch.long, device=device)
         self.index = torch.zeros(1, dtype=torch.long, device=device)
@@ -145,6 +149,17 @@ class GraphedStep:
             self.graph.replay()
             logits = self.logits.clone()
         else:
-            logits = self._forward()
+            logits = self.run(self)
         self.cache.set_length(length + 1)
         return logits
+
+
+_COMPILED: list = []
+
+
+def _compiled_forward():
+    """GraphedStep._forward under torch.compile, made once per process (the compiled code is cached
+    per code object and shape, so every session's steps share it)."""
+    if not _COMPILED:
+        _COMPILED.append(torch.compile(GraphedStep._forward, dynamic=False))
+    return _COMPILED[0]

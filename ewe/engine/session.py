@@ -19,6 +19,7 @@ from .static_cache import PreallocatedCache
 
 KV_CACHES = ("dynamic", "static")
 GRAPH_MODES = (None, "cuda", "eager")
+CAPACITY_STEP = 256  # compiled steps: cache capacities rounded up to this, so prompts of similar length share a shape
 
 
 class DecodingSession:
@@ -32,18 +33,22 @@ class DecodingSession:
     graph: with the static cache, how one-token steps run: None as ordinary forwards over
     exact-length views; "cuda" as a captured CUDA graph replayed per token; "eager" the same
     fixed-shape step without capture (what the graph replays, runnable on CPU).
+    compile: with graph="eager", the fixed-shape step compiled by torch.compile; the cache's
+    capacity is then rounded up to a multiple of CAPACITY_STEP, so sessions share compiled shapes.
     """
 
     def __init__(self, model, memory_state=None, position_offset: int = 0, attention_impl: str | None = None,
-                 kv_cache: str = "dynamic", reserve: int = 256, graph: str | None = None):
+                 kv_cache: str = "dynamic", reserve: int = 256, graph: str | None = None, compile: bool = False):
         if kv_cache not in KV_CACHES:
             raise ValueError(f"kv_cache={kv_cache!r} is not one of {KV_CACHES}")
         if graph not in GRAPH_MODES:
             raise ValueError(f"graph={graph!r} is not one of {GRAPH_MODES}")
         if graph is not None and kv_cache != "static":
             raise ValueError(f"graph={graph!r} needs kv_cache='static' (a fixed-shape step needs preallocated buffers)")
+        if compile and graph != "eager":
+            raise ValueError(f"compile=True compiles the uncaptured fixed-shape step: it needs graph='eager', got {graph!r}")
         self.model = model
-        self.kv_cache, self.reserve, self.graph = kv_cache, reserve, graph
+        self.kv_cache, self.reserve, self.graph, self.compile = kv_cache, reserve, graph, compile
         self._steps: dict[bool, GraphedStep] = {}  # by whether a memory is read
         self.memory_state = memory_state
         self.position_offset = position_offset
@@ -90,7 +95,10 @@ class DecodingSession:
 
     def _new_cache(self, prompt_tokens: int):
         if self.kv_cache == "static":
-            return PreallocatedCache(self.model.config, prompt_tokens + self.reserve)
+            capacity = prompt_tokens + self.reserve
+            if self.compile:
+                capacity = -(-capacity // CAPACITY_STEP) * CAPACITY_STEP
+            return PreallocatedCache(self.model.config, capacity)
         return DynamicCache(config=self.model.config)
 
     @torch.inference_mode()
@@ -115,7 +123,7 @@ class DecodingSession:
         reads_memory = self.memory_state is not None and not self.memory_state.is_empty
         step = self._steps.get(reads_memory)
         if step is None or not step.still_valid():
-            step = self._steps[reads_memory] = GraphedStep(self, capture=self.graph == "cuda")
+            step = self._steps[reads_memory] = GraphedStep(self, capture=self.graph == "cuda", compile=self.compile)
         return step
 
     @torch.inference_mode()
@@ -183,7 +191,7 @@ class DecodingSession:
         if not 1 <= length <= self.length:
             raise ValueError(f"branch length={length} must be between 1 and the context length {self.length}")
         out = DecodingSession(self.model, None, self.position_offset, self.attention_impl, self.kv_cache,
-                              self.reserve, self.graph)
+                              self.reserve, self.graph, self.compile)
         out.cache = copy.deepcopy(self.cache)
         out.tokens, out.valid = self.tokens, self.valid
         out.crop(length - 1)
