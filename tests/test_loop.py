@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from ewe.engine import BanFirstTokens, Continuation, Hook, Rewind, Sampler, Stop, TokenLoop
+from ewe.engine import BanFirstTokens, Branch, Continuation, Hook, Rewind, Sampler, Stop, TokenLoop
 
 V = 16
 EOS = 0
@@ -55,6 +55,12 @@ class ScriptSession:
         self.calls.append(("truncate", length))
         self.rows = [r[:length] for r in self.rows]
         return self._logits()
+
+    def branch(self, length, rows, memory_state=None):
+        self.calls.append(("branch", length, rows))
+        out = ScriptSession(self.script)
+        out.rows = [self.rows[0][:length] for _ in range(rows)]
+        return out, out._logits()
 
 
 def counting(eos_after=None):
@@ -247,3 +253,44 @@ def test_continuation_is_a_record_the_loop_can_crop():
     c.extend([1, 2, 3], [-1.0] * 3, [0.1] * 3)
     c.truncate(1)
     assert (c.tokens, c.logprobs, c.entropies) == ([1], [-1.0], [0.1])
+
+
+class BranchOnce(Hook):
+    """At the answer's token 3: two rows from answer token 1, two tokens each; `answer` decides."""
+
+    def __init__(self, answer):
+        self.answer, self.done, self.got = answer, False, None
+
+    def on_token(self, loop, row, token, completed):
+        if token != 3 or self.done:
+            return None
+        self.done = True
+        records = []
+        for _ in range(2):
+            rec = Continuation()
+            rec.extend([1], [LP], [0.0])
+            records.append(rec)
+
+        def then(records, reasons, decoded, seconds):
+            self.got = ([r.token_ids for r in records], reasons, decoded)
+            return self.answer(records)
+
+        return Branch(1, records, Sampler(), 2, then)
+
+
+def test_a_branch_is_decoded_by_the_loop_and_its_answer_applied():
+    """The hook holds no loop: the loop decodes the branch's rows from its cache, and the hook's
+    answer to them (here a Rewind to row 1's tokens) is carried out like any other."""
+    hook = BranchOnce(lambda records: Rewind(1, records[1].token_ids[1:]))
+    lp, session, [out] = loop(counting(), max_new=6, hook=hook)
+    assert hook.got == ([[1, 2, 3], [1, 2, 3]], ["length", "length"], 4)
+    assert ("branch", 3, 2) in session.calls  # prompt (2 tokens) + the answer's first token
+    assert out.token_ids == [1, 2, 3, 4, 5, 6]  # the rows wrote what the answer had: same text after the rewind
+    assert ("truncate", 3) in session.calls
+
+
+def test_a_branch_whose_answer_is_nothing_leaves_the_answer_as_it_was():
+    hook = BranchOnce(lambda records: None)
+    lp, session, [out] = loop(counting(), max_new=6, hook=hook)
+    assert hook.got is not None and out.token_ids == [1, 2, 3, 4, 5, 6]
+    assert not any(c[0] == "truncate" for c in session.calls) and lp.decoded == 6  # the rows' tokens: not the answer's

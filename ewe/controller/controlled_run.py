@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from ..engine import BanFirstTokens, Hook, Rewind, Sampler, TokenLoop
+from ..engine import BanFirstTokens, Branch, Hook, Rewind, Sampler, TokenLoop
 from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.claims import prompt_person
@@ -27,7 +27,7 @@ from ..verify.redundancy import Redundancy, sentence_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
 from ..verify.types import SUPPORTED, Evidence
 from .feedback import feedback_messages
-from .rewrites import Attempt, decode_candidates, looks_garbled
+from .rewrites import Attempt, candidate_branch, looks_garbled
 from .schedule import PauseSchedule
 from .sentences import Sentence, SentenceTracker, ends_sentence
 from .trace import Trace, check_event
@@ -198,7 +198,7 @@ class ControlledRun(Hook):
             self.seconds[key] += timings.get(part, 0.0)
         return check
 
-    def _on_failed(self, sentence: Sentence, check, repeats: bool = False) -> Rewind | None:
+    def _on_failed(self, sentence: Sentence, check, repeats: bool = False) -> Rewind | Branch | None:
         """Decide what happens to a sentence that failed its check (or repeats the answer); a
         Rewind if the text changes."""
         history = self.attempts.setdefault(sentence.start, [])
@@ -268,73 +268,90 @@ class ControlledRun(Hook):
                                restore=best)
 
     def _rewrite_from_candidates(self, start: int, history: list[Attempt], feedback: list[dict],
-                                 repeats: bool = False) -> Rewind | None:
-        """Up to max_retries rounds of `rewrite_candidates` rewrites judged together (rewrites.py)."""
-        cfg = self.cfg
-        context = self.tracker.decode(0, start)
+                                 repeats: bool = False) -> Branch | Rewind | None:
+        """Up to max_retries rounds of `rewrite_candidates` rewrites judged together (rewrites.py),
+        each round a Branch the token loop decodes."""
+        if self.cfg.max_retries < 1:
+            return self._give_up(start, history, feedback,
+                                 "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
         in_prompt = list(self.in_prompt) if self.runtime.config.retrieval.in_prompt else []
-        placed: list[str] = []  # feedback passages given to the candidates as prompt text
-        for round_ in range(1, cfg.max_retries + 1):
-            if cfg.feedback_placement == "memory" and feedback:
-                self._add_units([f["text"] for f in feedback], "feedback",
-                                [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
-            elif feedback:
-                placed += [f["text"] for f in feedback if f["form"] != "instruction" and f["text"] not in placed]
-            t0 = time.perf_counter()
-            found, tokens = decode_candidates(
-                self.runtime, self.session, self.prompt_len, self.tracker, start, self.memory,
-                cfg.rewrite_candidates, self.candidate_sampler, cfg.rewrite_max_tokens,
-                prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
-                system_prompt=self.dec.system_prompt, prompt=self.prompt)
-            self.seconds["rewrite"] += time.perf_counter() - t0
-            self.candidates["decoded"] += len(found)
-            self.candidates["tokens"] += tokens
-            tried = {tuple(a.tokens) for a in history}
-            fresh, judged = [], []
-            for c in found:
-                if tuple(c.tokens) not in tried:
-                    tried.add(tuple(c.tokens))
-                    fresh.append(c)
-            written = {_norm(x.text) for x in self.tracker.sentences if x.end <= start}
-            for c in fresh:
-                if _norm(c.text) in written:  # a sentence the answer already has adds nothing: never kept
-                    judged.append((c, None, False))
-                    continue
-                c_check = self._check(c.text, context, candidate=True)
-                c.unsupported = len(c_check.nonfactual_claims)
-                c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
-                # a rewrite corrects the sentence only if its claims are supported: one that passes by
-                # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
-                c.new_supported = self._new_supported(start, c_check) if self.reject_repeats else None
-                judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
-                               and not looks_garbled(c.text) and c.new_supported != 0))
-            self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
-            passing = [(c, chk) for c, chk, ok in judged if ok]
-            chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
-            self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
-                           candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
-                                        "unsupported": c.unsupported, "new_supported": c.new_supported,
-                                        "garbled": looks_garbled(c.text), "mean_logprob": round(c.mean_logprob, 4)}
-                                       for c, chk, _ in judged],
-                           chosen=chosen[0].text if chosen else None)
-            if chosen is not None:
-                c, c_check = chosen
-                self.settled.add((start, tuple(c.tokens)))
-                self.checks[(start, c.text)] = {**check_event(c_check), "needs_rewrite": False, "candidate": True}
-                return self._backtrack(start, "a candidate rewrite passed its check", len(history), feedback,
-                                       restore=c)
-            checked = [(c, chk) for c, chk, _ in judged if chk is not None]
-            history += [c for c, _ in checked]  # what keep_best may fall back on
-            if not checked:
-                break  # every candidate repeated an earlier attempt or the answer (or none completed)
+        return self._candidate_round(1, start, history, feedback, repeats, self.tracker.decode(0, start), in_prompt, [])
+
+    def _candidate_round(self, round_: int, start: int, history: list[Attempt], feedback: list[dict], repeats: bool,
+                         context: str, in_prompt: list[str], placed: list[str]) -> Branch:
+        """Round `round_`: feedback placed, the candidates' Branch, and what to do with them (`_judge_round`).
+        placed: the feedback passages given to the candidates as prompt text so far."""
+        cfg = self.cfg
+        if cfg.feedback_placement == "memory" and feedback:
+            self._add_units([f["text"] for f in feedback], "feedback",
+                            [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
+        elif feedback:
+            placed += [f["text"] for f in feedback if f["form"] != "instruction" and f["text"] not in placed]
+
+        def judge(found: list[Attempt], decoded: int, seconds: float):
+            self.seconds["rewrite"] += seconds
+            return self._judge_round(found, decoded, round_, start, history, feedback, repeats, context, in_prompt,
+                                     placed)
+
+        return candidate_branch(
+            self.runtime, self.tracker, start, self.memory, cfg.rewrite_candidates, self.candidate_sampler,
+            cfg.rewrite_max_tokens, judge,
+            prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
+            system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset)
+
+    def _judge_round(self, found: list[Attempt], decoded: int, round_: int, start: int, history: list[Attempt],
+                     feedback: list[dict], repeats: bool, context: str, in_prompt: list[str], placed: list[str]):
+        """Judge a round's candidates: a Rewind to the best that passed, the next round's Branch, or give up."""
+        cfg = self.cfg
+        self.candidates["decoded"] += len(found)
+        self.candidates["tokens"] += decoded
+        tried = {tuple(a.tokens) for a in history}
+        fresh, judged = [], []
+        for c in found:
+            if tuple(c.tokens) not in tried:
+                tried.add(tuple(c.tokens))
+                fresh.append(c)
+        written = {_norm(x.text) for x in self.tracker.sentences if x.end <= start}
+        for c in fresh:
+            if _norm(c.text) in written:  # a sentence the answer already has adds nothing: never kept
+                judged.append((c, None, False))
+                continue
+            c_check = self._check(c.text, context, candidate=True)
+            c.unsupported = len(c_check.nonfactual_claims)
+            c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
+            # a rewrite corrects the sentence only if its claims are supported: one that passes by
+            # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
+            c.new_supported = self._new_supported(start, c_check) if self.reject_repeats else None
+            judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
+                           and not looks_garbled(c.text) and c.new_supported != 0))
+        self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
+        passing = [(c, chk) for c, chk, ok in judged if ok]
+        chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
+        self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
+                       candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
+                                    "unsupported": c.unsupported, "new_supported": c.new_supported,
+                                    "garbled": looks_garbled(c.text), "mean_logprob": round(c.mean_logprob, 4)}
+                                   for c, chk, _ in judged],
+                       chosen=chosen[0].text if chosen else None)
+        if chosen is not None:
+            c, c_check = chosen
+            self.settled.add((start, tuple(c.tokens)))
+            self.checks[(start, c.text)] = {**check_event(c_check), "needs_rewrite": False, "candidate": True}
+            return self._backtrack(start, "a candidate rewrite passed its check", len(history), feedback, restore=c)
+        checked = [(c, chk) for c, chk, _ in judged if chk is not None]
+        history += [c for c, _ in checked]  # what keep_best may fall back on
+        if checked:
             closest = min(checked, key=lambda j: j[0].unsupported)[1]
             feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
+            if round_ < cfg.max_retries:
+                return self._candidate_round(round_ + 1, start, history, feedback, repeats, context, in_prompt, placed)
+        # every candidate repeated an earlier attempt or the answer (or none completed), or rounds used up
         return self._give_up(start, history, feedback,
                              "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
 
     # -- pauses ---------------------------------------------------------------------------
 
-    def _pauses(self, final: bool) -> Rewind | None:
+    def _pauses(self, final: bool) -> Rewind | Branch | None:
         """Run the pauses due now; a Rewind when the text is to change (a backtrack)."""
         sentences, reason = self.schedules["retrieval"].due(final)
         if sentences and not final:
@@ -346,7 +363,12 @@ class ControlledRun(Hook):
                 self.rewritten_after_retrieval.add(s.start)
                 return self._backtrack(s.start, "rewrite after retrieval", 1, [])
         sentences, reason = self.schedules["verification"].due(final)
-        for s in sentences:
+        return self._verify(sentences, reason)
+
+    def _verify(self, sentences: list[Sentence], reason: str) -> Rewind | Branch | None:
+        """Check the sentences due, in order, until one is to change; a candidate round (a Branch)
+        that ends in no change goes on with the sentences after it."""
+        for i, s in enumerate(sentences):
             self.trace.add("pause", kind="verification", reason=reason, sentence=s.text)
             check = self._check(s.text, self.tracker.decode(0, s.start))
             event = self.trace.add("check", start_token=s.start, **check_event(check))
@@ -358,9 +380,10 @@ class ControlledRun(Hook):
                 self.repeats_rejected += 1
             self.checks[(s.start, s.text)] = event
             if rewrite:
-                rewind = self._on_failed(s, check, repeats=bool(repeats))
-                if rewind is not None:
-                    return rewind
+                action = self._on_failed(s, check, repeats=bool(repeats))
+                if action is not None:
+                    rest = sentences[i + 1:]
+                    return or_else(action, lambda: self._verify(rest, reason))
         return None
 
     def _needs_rewrite(self, check) -> bool:
@@ -386,12 +409,12 @@ class ControlledRun(Hook):
         for sched in self.schedules.values():
             sched.tick()
 
-    def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | None:
+    def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | Branch | None:
         self.sampled_under[len(self.tracker.tokens) - 1] = self.memory_version
         self._new_sentences(completed)
         return self._pauses(final=False)
 
-    def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | None:
+    def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | Branch | None:
         if reason == "eos":
             self._new_sentences(self.tracker.finish(complete=True))
         else:  # cut off: a last sentence is checked only if it ended before the budget did
@@ -530,3 +553,12 @@ def _support(check: dict | None) -> list[dict]:
                     seen.add(key)
                     out.append({**cite, "claim": v["claim"]})
     return out
+
+
+def or_else(action, otherwise):
+    """`action`, where it (or, for a Branch, whatever its rounds come to) ends in no action: `otherwise()`."""
+    if isinstance(action, Branch):
+        then = action.then
+        action.then = lambda *result: or_else(then(*result), otherwise)
+        return action
+    return action if action is not None else otherwise()

@@ -6,16 +6,15 @@ greedy rewrite is mostly the same sentence again. Sampling several and keeping o
 judge supports turns the model's occasional right answer into the kept one. The rows
 share the prefix: with the feedback in memory they branch from the cropped cache (no
 recomputation); with the feedback in the prompt the prompt is read once, with the
-passages as text, and then copied into every row.
+passages as text, and then copied into every row. The token loop decodes them (a `Branch`
+action): the controller asks for a round and judges what comes back.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-import torch
-
-from ..engine import DecodingSession, Hook, Sampler, Stop, TokenLoop
+from ..engine import Branch, Hook, Sampler, Stop, TokenLoop
 from .sentences import SentenceTracker
 
 
@@ -59,37 +58,34 @@ class _FirstSentence(Hook):
         return Stop("sentence") if any(s.end > self.start for s in completed) else None
 
 
-def decode_candidates(runtime, session: DecodingSession, prompt_len: int, tracker: SentenceTracker, start: int,
-                      memory, rows: int, sampler: Sampler, max_tokens: int,
-                      prompt_passages: list[str] | None = None, system_prompt: str | None = None,
-                      prompt: str = "") -> tuple[list[Attempt], int]:
-    """Decode `rows` rewrites of the sentence at token `start` of `tracker`'s answer.
+def candidate_branch(runtime, tracker: SentenceTracker, start: int, memory, rows: int, sampler: Sampler,
+                     max_tokens: int, then, prompt_passages: list[str] | None = None, system_prompt: str | None = None,
+                     prompt: str = "", position_offset: int = 0) -> Branch:
+    """The loop's action that decodes `rows` rewrites of the sentence at token `start` of `tracker`'s
+    answer, each until its first sentence ends; `then(attempts, decoded, seconds)` answers with the
+    next action (see `attempts`).
 
-    session: the answer's own session (one row, its cache holding the prompt and at least
-    `start` answer tokens); it is not changed. prompt_passages: None to branch from that
-    cache; a list to re-read the prompt with these passages in it (feedback placed in
-    the prompt). Returns the complete candidate sentences (cut-off rows are dropped) and
-    the tokens decoded for them, all rows together.
+    prompt_passages: None to branch from the answer's cache; a list to re-read the prompt with
+    these passages in it (feedback placed in the prompt), the answer's first `start` tokens after it.
     """
     records = [tracker.prefix(start) for _ in range(rows)]
-    rows_memory = memory.state(rows) if len(memory) else None
+    prompt_ids = None
+    if prompt_passages is not None:
+        [prompt_ids] = runtime.prepare([prompt], system_prompt, max_tokens, [prompt_passages], position_offset,
+                                       generated=tracker.tokens[:start])
 
-    def loop(on: DecodingSession) -> TokenLoop:
-        return TokenLoop(on, sampler, runtime.stop_ids, start + max_tokens, records=records, hooks=[_FirstSentence(start)])
+    def judged(records, reasons, decoded, seconds):
+        return then(attempts(records, reasons, start), decoded, seconds)
 
-    if prompt_passages is None:
-        branch, logits = session.branch(prompt_len + start, rows, rows_memory)
-        decoding = loop(branch)
-        decoding.run_from(logits, prompt_len)
-    else:
-        [ids] = runtime.prepare([prompt], system_prompt, max_tokens, [prompt_passages], session.position_offset,
-                                generated=tracker.tokens[:start])
-        fresh = runtime.session(memory.state(1) if len(memory) else None, session.position_offset)
-        decoding = loop(fresh)
-        decoding.run(torch.tensor([ids]), copies=rows, memory_state=rows_memory)
-    out, decoded = [], 0
-    for rec, reason in zip(records, decoding.reasons):
-        decoded += len(rec.tokens) - start
+    return Branch(start, records, sampler, max_tokens, judged, hooks=[_FirstSentence(start)],
+                  memory_state=memory.state(rows) if len(memory) else None, prompt_ids=prompt_ids,
+                  prompt_memory_state=memory.state(1) if len(memory) else None)
+
+
+def attempts(records: list, reasons: list, start: int) -> list[Attempt]:
+    """The complete candidate sentences of a branch's rows (a row cut off before its sentence ends is dropped)."""
+    out = []
+    for rec, reason in zip(records, reasons):
         if reason == "eos":
             rec.finish(complete=True)
         sentence = next((s for s in rec.sentences if s.end > start), None)
@@ -98,4 +94,4 @@ def decode_candidates(runtime, session: DecodingSession, prompt_len: int, tracke
         end = sentence.end
         out.append(Attempt(rec.tokens[start:end], rec.logprobs[start:end], rec.entropies[start:end],
                            rec.decode(start, end).strip()))
-    return out, decoded
+    return out

@@ -1,4 +1,4 @@
-"""What a hook says to the token loop: the answers of `Hook` (go on, `Rewind`, `Stop`), the
+"""What a hook says to the token loop: the answers of `Hook` (go on, `Rewind`, `Branch`, `Stop`), the
 record a row writes (`Continuation`), `Hooks` (a list of hooks as one) and the logits
 processor `BanFirstTokens`. Plain types without torch, so that a method module can
 define its hooks without loading the model's libraries (a configuration is checked by the
@@ -6,6 +6,7 @@ method's own module)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 # The annotations below name torch.Tensor, TokenLoop (loop.py) and Sampler (sampling.py); with
 # postponed evaluation they are never imported here.
@@ -61,6 +62,33 @@ class Rewind:
 
 
 @dataclass
+class Branch:
+    """Decode `len(records)` continuations of the answer from its token `start` as one batch, then
+    hand them to `then`, whose answer is the loop's next action: a Rewind, another Branch, or None
+    (go on as if the hook had said nothing). The loop carries it out, so a hook that tries
+    rewrites (EWE's candidate rounds) holds no loop of its own.
+
+    records: one per row, each holding the answer's first `start` tokens (the rows write on them).
+    sampler, max_tokens, hooks: how the rows are sampled, their most new tokens, and the hooks that
+    stop them (e.g. at their first complete sentence). memory_state: what the rows read, one row
+    each. prompt_ids: None branches from the answer's own cache; else this prompt (the answer's
+    first `start` tokens included) is read anew under `prompt_memory_state` and copied into every
+    row (passages placed in the prompt). then(records, reasons, decoded, seconds): `reasons` why
+    each row stopped, `decoded` the tokens sampled for all rows, `seconds` the branch's time.
+    """
+
+    start: int
+    records: list
+    sampler: "Sampler"
+    max_tokens: int
+    then: Callable
+    hooks: list = field(default_factory=list)
+    memory_state: object = None
+    prompt_ids: list[int] | None = None
+    prompt_memory_state: object = None
+
+
+@dataclass
 class Stop:
     """End this row here: its record keeps what it has (a batch of candidates ends row by row)."""
 
@@ -110,10 +138,10 @@ class Hooks(Hook):
         for h in self.hooks:
             h.on_step(loop)
 
-    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Stop | None:
+    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Branch | Stop | None:
         return next((a for h in self.hooks if (a := h.on_token(loop, row, token, completed)) is not None), None)
 
-    def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | None:
+    def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | Branch | None:
         return next((a for h in self.hooks if (a := h.on_end(loop, row, reason)) is not None), None)
 
 

@@ -80,7 +80,7 @@ class GraphedStep:
         if capture and compile:
             raise ValueError("a graph step is captured or compiled, not both (compile is for CPU decoding)")
         self.session, self.cache, self.capture = session, cache, capture
-        self.run = _compiled_forward() if compile else GraphedStep._forward
+        self.step_fn = _compiled_forward() if compile else GraphedStep.forward
         self.allocations = cache.allocations()
         self.ids = torch.zeros(rows, 1, dtype=torch.long, device=device)
         self.index = torch.zeros(1, dtype=torch.long, device=device)
@@ -109,7 +109,8 @@ class GraphedStep:
             self.slots.load(state)  # a refresh: new keys into the same slots, between replays
         return True
 
-    def _forward(self) -> torch.Tensor:
+    def forward(self) -> torch.Tensor:
+        """The fixed-shape step: what a graph captures, what `compile` compiles."""
         mask = ((self.arange <= self.index) & self.valid)[:, None, None, :]
         self.cache.set_graph_index(self.index)
         try:
@@ -132,11 +133,11 @@ class GraphedStep:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):  # each writes this step's token at the same position: harmless
-                self._forward()
+                self.forward()
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.logits = self._forward()
+            self.logits = self.forward()
 
     def __call__(self, next_ids: torch.Tensor) -> torch.Tensor:
         """Append one token per row [B]; return the next logits [B, V] (a copy, safe to keep)."""
@@ -149,7 +150,7 @@ class GraphedStep:
             self.graph.replay()
             logits = self.logits.clone()
         else:
-            logits = self.run(self)
+            logits = self.step_fn(self)
         self.cache.set_length(length + 1)
         return logits
 
@@ -158,8 +159,8 @@ _COMPILED: list = []
 
 
 def _compiled_forward():
-    """GraphedStep._forward under torch.compile, made once per process (the compiled code is cached
+    """GraphedStep.forward under torch.compile, made once per process (the compiled code is cached
     per code object and shape, so every session's steps share it)."""
     if not _COMPILED:
-        _COMPILED.append(torch.compile(GraphedStep._forward, dynamic=False))
+        _COMPILED.append(torch.compile(GraphedStep.forward, dynamic=False))
     return _COMPILED[0]

@@ -6,7 +6,9 @@ method adds plugs in as hooks (a list, asked in order: engine/actions.py `Hooks`
 sees every step and answers: go on (None), adjust these logits (a logits processor such as
 `BanFirstTokens`), use another sampler, or `Rewind`: cut the answer back to a token and go on
 from there (the hook has already put the new memory in place), optionally feeding given
-tokens first and optionally ending the answer with them; or `Stop` a row of a batch.
+tokens first and optionally ending the answer with them; `Branch`: decode a batch of
+continuations from a token of the answer (the loop does it, on a branch of its cache or on a
+prompt read anew) and ask the hook what to do with them; or `Stop` a row of a batch.
 EWE's controller, its candidate rewrites' first-sentence stop, Streaming-VR and FLARE are hooks; plain and
 batched decoding run it with none.
 
@@ -21,11 +23,11 @@ import time
 
 import torch
 
-from .actions import Continuation, Hook, Hooks, Rewind, Stop
+from .actions import Branch, Continuation, Hook, Hooks, Rewind, Stop
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
-__all__ = ["Continuation", "Hook", "Rewind", "Stop", "TokenLoop", "decode"]
+__all__ = ["Branch", "Continuation", "Hook", "Rewind", "Stop", "TokenLoop", "decode"]
 
 
 class TokenLoop:
@@ -55,6 +57,7 @@ class TokenLoop:
         self.model_s = 0.0  # prefill, forward passes and sampling
         self.decode_s = 0.0  # of model_s: sampling and the step forwards of sampled tokens
         self.rewind_s = 0.0  # of model_s: carrying out Rewinds (cache crops, restored tokens' forwards)
+        self.branch_s = 0.0  # carrying out Branches (their batches' prefill and decoding; not in model_s)
 
     def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None, copies: int = 1,
             memory_state=None) -> list:
@@ -94,7 +97,7 @@ class TokenLoop:
         """The row stops for `reason` unless its hook rewinds; the logits to go on from, None if it stopped.
 
         A rewind asked for at the budget is still carried out (the text it removes stays removed)."""
-        action = self.hook.on_end(self, row, reason)
+        action = self._resolve(self.hook.on_end(self, row, reason))
         logits = None if action is None else self.apply(action)
         if logits is None or (reason != "eos" and self.decoded >= self.budget):
             self.reasons[row] = reason
@@ -121,7 +124,8 @@ class TokenLoop:
             elif tok in self.stop_ids:
                 if (rewound := self._end(row, "eos")) is not None:
                     return rewound
-            elif (action := self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent))) is not None:
+            elif (action := self._resolve(self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)))
+                  ) is not None:
                 if isinstance(action, Stop):
                     self.reasons[row] = action.reason
                     continue
@@ -162,6 +166,35 @@ class TokenLoop:
         out = call()
         self._timed(part, time.perf_counter() - t0)
         return out
+
+    def _resolve(self, action):
+        """Carry out Branches until the hook answers with something else (or nothing)."""
+        while isinstance(action, Branch):
+            action = action.then(*self._branch(action))
+        return action
+
+    def _branch(self, branch: Branch) -> tuple[list, list, int, float]:
+        """Decode the branch's rows (see `Branch`): its records, why each stopped, tokens, seconds."""
+        if len(self.records) != 1:
+            raise RuntimeError("a branch starts from the answer's own cache, so it needs a batch of one row")
+        t0 = time.perf_counter()
+        rows, start = len(branch.records), branch.start
+
+        def batch(session: DecodingSession) -> "TokenLoop":
+            return TokenLoop(session, branch.sampler, self.stop_ids, start + branch.max_tokens, records=branch.records,
+                             hooks=branch.hooks)
+
+        if branch.prompt_ids is None:
+            session, logits = self.session.branch(self.prompt_len + start, rows, branch.memory_state)
+            rows_loop = batch(session)
+            rows_loop.run_from(logits, self.prompt_len)
+        else:
+            rows_loop = batch(self.session.fresh(branch.prompt_memory_state))
+            rows_loop.run(torch.tensor([branch.prompt_ids]), copies=rows, memory_state=branch.memory_state)
+        decoded = sum(len(rec.tokens) - start for rec in branch.records)
+        seconds = time.perf_counter() - t0
+        self.branch_s += seconds
+        return branch.records, rows_loop.reasons, decoded, seconds
 
     def apply(self, action: Rewind) -> torch.Tensor | None:
         """Carry out a hook's Rewind; the logits to go on from (None when the answer ended)."""

@@ -180,6 +180,11 @@ class DecodingSession:
         if self.memory_state is not None:
             self.memory_state = self.memory_state.select_rows(rows)
 
+    def fresh(self, memory_state=None) -> "DecodingSession":
+        """An empty session with this one's settings (model, positions, kernels, cache), reading `memory_state`."""
+        return DecodingSession(self.model, memory_state, self.position_offset, self.attention_impl, self.kv_cache,
+                               self.reserve, self.graph, self.compile)
+
     @torch.inference_mode()
     def branch(self, length: int, rows: int, memory_state=None) -> tuple["DecodingSession", torch.Tensor]:
         """`rows` copies of this one-row session's first `length` tokens, reading `memory_state`.
@@ -190,8 +195,7 @@ class DecodingSession:
         """
         if not 1 <= length <= self.length:
             raise ValueError(f"branch length={length} must be between 1 and the context length {self.length}")
-        out = DecodingSession(self.model, None, self.position_offset, self.attention_impl, self.kv_cache,
-                              self.reserve, self.graph, self.compile)
+        out = self.fresh()
         out.cache = copy.deepcopy(self.cache)
         out.tokens, out.valid = self.tokens, self.valid
         out.crop(length - 1)
