@@ -108,11 +108,15 @@ class DecodingSession:
         if step is None:
             return self.extend(next_ids.view(-1, 1))
         ids = next_ids.view(-1, 1).to(self.device)
-        logits = step(ids)
+        logits = step(ids)  # (it writes at self.length: the tokens are recorded after it)
         self.forward_calls += 1
+        self._append(ids)
+        return logits
+
+    def _append(self, ids: torch.Tensor) -> None:
+        """Record tokens [B, n] as context, every one a real token."""
         self.tokens = torch.cat([self.tokens, ids], dim=1)
         self.valid = torch.cat([self.valid, torch.ones_like(ids)], dim=1)
-        return logits
 
     def _graph_step(self) -> GraphedStep | None:
         """The fixed-shape step for the session as it is now, built anew when its buffers moved;
@@ -131,8 +135,7 @@ class DecodingSession:
         """Append tokens [B, n] in one forward pass; return the logits after the last [B, V]."""
         ids = ids.to(self.device)
         start = self.length
-        self.tokens = torch.cat([self.tokens, ids], dim=1)
-        self.valid = torch.cat([self.valid, torch.ones_like(ids)], dim=1)
+        self._append(ids)
         return self._forward(ids, self._positions(start))
 
     def crop(self, length: int) -> None:
