@@ -29,6 +29,7 @@ class Runtime:
         self.config = config
         self._tokenizer, self._datastore, self._fact_checker = tokenizer, datastore, fact_checker
         self._model = self._encoder = self.load_report = None
+        self._parts: dict = {}
         mem, ret = config.memory, config.retrieval
         if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
             raise ConfigError(
@@ -91,6 +92,13 @@ class Runtime:
         eos = gen.eos_token_id if gen else None
         eos = eos if isinstance(eos, list) else [eos]
         return {i for i in eos + [self.tokenizer.eos_token_id] if i is not None}
+
+    def part(self, key: str, make):
+        """A method's own loaded part (PrefixNLI's judge), made by `make()` on first use and kept with
+        the other parts: a method object lives for one call, the Runtime for the session."""
+        if key not in self._parts:
+            self._parts[key] = make()
+        return self._parts[key]
 
     @property
     def datastore_loaded(self) -> bool:
@@ -253,15 +261,17 @@ class Runtime:
 
         return llm
 
-    def generate_plain(self, prompts: list[str], rows: list[list[str]] | None, dec: DecodingConfig
-                       ) -> list[GenerationResult]:
+    def generate_plain(self, prompts: list[str], rows: list[list[str]] | None, dec: DecodingConfig,
+                       hooks_for=None) -> list[GenerationResult]:
         """Memory-augmented decoding of a batch, no pauses: `rows` are each prompt's passages
-        (None retrieves them)."""
+        (None retrieves them). hooks_for(rows): the token loop's hooks, made once the passages
+        are known (a guided-decoding method judges the answer against them)."""
         t0 = time.perf_counter()
         retrieved = [[] for _ in prompts]
         if rows is None:
             retrieved = self.retrieve(prompts)
             rows = [[h.text for h in hits] for hits in retrieved]
+        hooks = hooks_for(rows) if hooks_for is not None else None
         text_rows = [[] for _ in prompts]
         if self.config.retrieval.in_prompt:
             text_rows, rows = rows, [[] for _ in prompts]
@@ -281,7 +291,8 @@ class Runtime:
 
         input_ids, valid = self._left_pad(ids)
         session = self.session(state, offset)
-        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens)
+        loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens,
+                         hooks=hooks)
         conts = loop.run(input_ids, valid)
         t2 = t1 + loop.prefill_s
         t3 = time.perf_counter()

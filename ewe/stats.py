@@ -48,6 +48,17 @@ class PlainStats(_Stats):
 
 
 @dataclass(eq=False, repr=False)
+class PrefixNLIStats(PlainStats):
+    """PrefixNLI-guided decoding: plain decoding's counts plus the prefix judge's work."""
+
+    judged_steps: int  # steps at which the judge scored the candidates
+    interventions: int  # judged steps where a penalty moved the top candidate
+    judge_forwards: int  # the judge's forward passes (its premise's included)
+    judge_tokens: int  # tokens the judge read (premise, answer and candidates)
+    judge_s: float  # of decode_s
+
+
+@dataclass(eq=False, repr=False)
 class ControlledStats(_Stats):
     """EWE with its controller: pauses, checks, backtracks (and FLARE, a special case)."""
 

@@ -31,7 +31,8 @@ def test_the_chosen_section_takes_its_defaults_and_overrides(method):
     cfg = EWEConfig.build({"method": method, **needs(method)})
     assert getattr(cfg, own) == type(getattr(cfg, own))()
     assert all(getattr(cfg, s, None) is None and s not in cfg.model_dump() for s in SECTIONS if s != own)
-    key = {"controller": "max_retries", "cove": "max_questions", "vr": "sentence_tokens", "a2r": "max_iterations"}[own]
+    key = {"controller": "max_retries", "cove": "max_questions", "vr": "sentence_tokens", "a2r": "max_iterations",
+           "prefixnli": "max_candidates"}[own]
     cfg = EWEConfig.build({"method": method, **needs(method)}, **{f"{own}.{key}": 3})
     assert getattr(cfg.method_section, key) == 3
 

@@ -292,3 +292,34 @@ def test_compare_refuses_files_that_cannot_be_paired(tmp_path):
         cli.main(["eval", "compare", str(results), str(a), "--K", "6"])
     with pytest.raises(SystemExit, match="no such details file"):
         cli.main(["eval", "compare", str(tmp_path / "none.jsonl"), str(a), "--K", "6"])
+
+
+def test_summaries_give_the_article_and_are_scored_against_it_only(tmp_path):
+    """The summaries set (PrefixNLI's task): held-out articles, the article given as the prompt's
+    passage, and each claim checked against that article and nothing the datastore knows."""
+    from ewe.data import wiki
+    from ewe.judge.data import is_held_out
+
+    rows = prompt_set("summaries", n=4, seed=3)
+    assert len(rows) == 4 and rows == prompt_set("summaries", n=4, seed=3)
+    for r in rows:
+        assert is_held_out(r["topic"]) and r["passages"] == [wiki.passage(r["topic"])]
+        assert r["score_against"] == "source" and "Summarize" in r["prompt"]
+    seen = []
+
+    class Recording(LookupBackend):
+        def check_claims(self, claims, evidence_per_claim):
+            seen.extend(e.title for ev in evidence_per_claim for e in ev)
+            return super().check_claims(claims, evidence_per_claim)
+
+    results = tmp_path / "m.jsonl"
+    results.write_text(json.dumps({"id": "s1", "prompt": rows[0]["prompt"], "topic": rows[0]["topic"],
+                                   "score_against": "source", "text": wiki.summaries()[rows[0]["topic"]]["extract"]
+                                   .split(". ")[0] + "."}) + "\n")
+    Scorer(checking_runtime(Recording())).check_file(results, tmp_path / "d.jsonl", "m", "summaries", progress=False)
+    assert seen and set(seen) == {rows[0]["topic"]}  # the static "Marie Curie" passage is never read
+    results.write_text(json.dumps({"id": "s2", "prompt": "p", "topic": "No such article", "score_against": "source",
+                                   "text": "Marie Curie was a physicist."}) + "\n")
+    with pytest.raises(ValueError, match="names no article"):
+        Scorer(checking_runtime(Recording())).check_file(results, tmp_path / "e.jsonl", "m", "summaries",
+                                                         progress=False)

@@ -314,3 +314,26 @@ def test_eval_run_carries_the_checkers_sentence_records_into_jsonl_details_and_p
     assert details["stats"]["time_parts"]["seconds"]["checks"] >= 0
     assert re.search(r"<b>Time:</b> [\d.]+ s: \w[\w ]* [\d.]+ s \(\d+ decode steps\)", checked_part)
     assert re.search(r"<b>Time:</b> [\d.]+ s: ", plain_part)
+
+
+def test_html_shows_where_a_prefix_judge_changed_the_answer(runs, tmp_path):
+    """PrefixNLI's interventions (ewe.eval.harness.guidance) under each response: the step, the
+    token the model preferred, the one written, and every candidate's scores."""
+    from ewe.eval.harness import guidance
+
+    event = {"type": "prefix_guide", "position": 4, "answer_position": 4, "top_before": 11, "top_after": 12,
+             "chosen": 12, "top_before_text": " 1911", "chosen_text": " 1903",
+             "candidates": [{"token": 11, "text": " 1911", "p_model": 0.6, "entailment": 0.02, "penalty": -19.46},
+                            {"token": 12, "text": " 1903", "p_model": 0.3, "entailment": 0.97, "penalty": 0.0}]}
+    row = {"text": "x", "trace": [{"type": "retrieve"}, event]}
+    assert guidance(row) == [event] and guidance({"text": "x", "trace": []}) is None
+    summaries, _ = runs
+    recs = [json.loads(line) for line in open(summaries[1]["details"])]
+    recs[0]["guidance"] = [event]
+    _write_details(tmp_path / "base.jsonl", recs)
+    html = write_report(summaries, tmp_path / "out")["index.html"].read_text()
+    base = html.split("bios · base")[1]
+    assert base.count("Guidance: 1 step where the prefix judge changed the top token") == 1
+    assert "at answer token 4: “ 1911” &rarr; “ 1903”" in base
+    assert "<td>“ 1911”</td><td>0.600</td><td>0.020</td><td>-19.460</td>" in base
+    assert "Guidance:" not in html.split("bios · base")[0]

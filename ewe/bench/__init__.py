@@ -13,6 +13,7 @@ work by design on the same prompts, and it says so.
     retrieval.py  the embedded datastore: build rate, search latency, recall per index type
     refresh.py    a memory refresh and a backtrack vs the re-prefill a re-prompting method pays
     judge.py      one check by the trained judge, in decode steps of the generator
+    prefixnli.py  PrefixNLI's guided decoding per token, cached judge and not, against plain decoding
     run.py        wall time per prompt and its breakdown: EWE vs RA, or several configurations
 """
 from __future__ import annotations
@@ -66,6 +67,14 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_judge_arguments(j)
     add_model_options(j)
     j.set_defaults(func=lambda args: run_judge_bench(args, load_ewe))
+
+    from .prefixnli import add_bench_arguments as add_prefixnli_arguments, run_prefixnli_bench
+
+    pn = which.add_parser("prefixnli", help="PrefixNLI's guided decoding per token, with and without the judge's "
+                                            "cache, against plain decoding, same process")
+    add_prefixnli_arguments(pn)
+    add_model_options(pn)
+    pn.set_defaults(func=lambda args: run_prefixnli_bench(args, load_ewe))
 
     from .run import add_bench_arguments as add_run_arguments, run_run_bench
 

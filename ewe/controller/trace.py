@@ -16,7 +16,9 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                # Streaming-VR and Full-VR (ewe/methods/verify_refine.py)
                "vr_answer", "vr_refine",
                # A2R (ewe/methods/a2r.py)
-               "a2r_answer", "a2r_assess", "a2r_feedback")
+               "a2r_answer", "a2r_assess", "a2r_feedback",
+               # PrefixNLI (ewe/methods/prefixnli.py): a step where the judge changed the top token; no source
+               "prefix_guide", "prefix_unguided")
 
 
 class Trace:

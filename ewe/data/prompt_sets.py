@@ -3,6 +3,9 @@ prompt's subject has an article in the datastore (and the score can check agains
 
     bio       "Tell me a bio of <person>."  (articles with topic People; the paper's Biography)
     objects   "What can you tell me about <entity>?"  (other topics, LongFact-objects-style)
+    summaries "Summarize the article below ..." with the article given as the prompt's passage
+              (articles the judges never train on: judge.data.is_held_out), scored against that
+              article only ("score_against": "source"): PrefixNLI's task, the source given
 
 The appendix A suffix ("Provide as many specific details and examples as possible ...")
 is appended unless `suffix=None`. Sampling is seeded and stratified by topic for objects.
@@ -17,7 +20,8 @@ from ..files import write_jsonl
 
 SUFFIX = ("Provide as many specific details and examples as possible (such as names of people, numbers, "
           "events, locations, dates, times, etc.)")
-SETS = ("bio", "objects")
+SETS = ("bio", "objects", "summaries")
+SUMMARY_PROMPT = "Summarize the article below in two or three sentences."
 _SKIP_TOPICS = {"People", "Uncategorized"}
 
 
@@ -33,6 +37,8 @@ def prompt_set(name: str, n: int = 30, seed: int = 0, suffix: str | None = SUFFI
         raise ValueError(f"n={n} must be at least 1")
     entries = [e for e in wiki.summaries().values() if len(e.get("extract", "")) >= 200]
     rng = random.Random(seed)
+    if name == "summaries":
+        return summary_set(entries, n, rng)
     if name == "bio":
         pool = sorted((e for e in entries if e.get("topic") == "People"), key=lambda e: e["title"])
         chosen = rng.sample(pool, min(n, len(pool)))
@@ -56,6 +62,16 @@ def prompt_set(name: str, n: int = 30, seed: int = 0, suffix: str | None = SUFFI
          "dataset": name}
         for i, e in enumerate(chosen, 1)
     ]
+
+
+def summary_set(entries: list[dict], n: int, rng: random.Random) -> list[dict]:
+    """Articles held out from the judges' training with at least 400 characters, the article given."""
+    from ..judge.data import is_held_out
+
+    pool = sorted((e for e in entries if len(e["extract"]) >= 400 and is_held_out(e["title"])), key=lambda e: e["title"])
+    return [{"id": f"summaries-{i:04d}", "prompt": SUMMARY_PROMPT, "passages": [wiki.passage(e["title"])],
+             "topic": e["title"], "dataset": "summaries", "score_against": "source"}
+            for i, e in enumerate(rng.sample(pool, min(n, len(pool))), 1)]
 
 
 def load_prompts(source: str, n: int | None = None, seed: int = 0, suffix: str | None = SUFFIX) -> list[dict]:

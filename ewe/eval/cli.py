@@ -122,13 +122,14 @@ def cmd_run(args) -> int:
 
 
 def add_eval_commands(sub) -> None:
+    from ..data.prompt_sets import SETS
     from .harness import CONFIGS
 
     which = command_group(sub, "eval", "factuality evaluation: prompt sets, a local VeriScore-style score, reports")
 
     p = which.add_parser("prompts", help="write a prompt set drawn from the embedded Wikipedia")
     p.set_defaults(func=cmd_prompts)
-    p.add_argument("set", choices=["bio", "objects"])
+    p.add_argument("set", choices=list(SETS), help="bio, objects, or summaries (an article given, scored against it)")
     p.add_argument("--n", type=positive_int, default=30)
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--no-suffix", action="store_true", help="leave out the 'Provide as many specific details' suffix")
@@ -164,7 +165,7 @@ def add_eval_commands(sub) -> None:
     r = which.add_parser("run", help="run methods on prompt sets, score and report (resumable)")
     r.add_argument("--methods", default="bare,ra,flare,cove,ewe",
                    help="comma-separated config names (configs/NAME.yaml) or YAML paths")
-    r.add_argument("--datasets", default="bio,objects", help="comma-separated: bio, objects, or JSONL paths")
+    r.add_argument("--datasets", default="bio,objects", help="comma-separated: bio, objects, summaries, or JSONL paths")
     r.add_argument("--n", type=positive_int, default=30, help="prompts per dataset")
     r.add_argument("--seed", type=non_negative_int, default=0)
     r.add_argument("--no-suffix", action="store_true")

@@ -26,7 +26,7 @@ from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_d
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 METHODS = ("bare", "ra-1", "ra", "ra-4", "flare", "cove", "cove-retrieval", "streaming-vr", "full-vr", "a2r", "ewe",
-           "ewe-paper", "ewe-memory")  # the shipped configs a comparison usually draws on (any configs/NAME.yaml works)
+           "ewe-paper", "ewe-memory", "prefixnli", "prefixnli-memory")  # the shipped configs a comparison usually draws on (any configs/NAME.yaml works)
 
 
 def config_path(method: str) -> Path:
@@ -157,15 +157,27 @@ def run_sentences(row: dict) -> list[dict] | None:
     return out
 
 
+def guidance(row: dict) -> list[dict] | None:
+    """A guided-decoding result's interventions (PrefixNLI: where the judge's penalty changed the
+    top token, with the candidates and their scores), as the report shows them; None if it has none."""
+    events = [e for e in row.get("trace") or [] if isinstance(e, dict) and e.get("type") == "prefix_guide"]
+    return events or None
+
+
 def attach_run_sentences(details: list[dict], results: Path) -> list[dict]:
-    """Put each response's `run_sentences` (from its line of `results`) into its details line,
-    fresh on every run, like the stats: details checked by an older ewe get them too."""
+    """Put each response's `run_sentences` and `guidance` (from its line of `results`) into its
+    details line, fresh on every run, like the stats: details checked by an older ewe get them too."""
     by_id = {str(r["id"]): r for r in read_results(results)}
     for d in details:
         d.pop("run_sentences", None)
-        kept = run_sentences(by_id.get(d["id"], {}))
+        d.pop("guidance", None)
+        row = by_id.get(d["id"], {})
+        kept = run_sentences(row)
         if kept is not None:
             d["run_sentences"] = kept
+        guided = guidance(row)
+        if guided is not None:
+            d["guidance"] = guided
     return details
 
 

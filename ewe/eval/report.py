@@ -591,6 +591,12 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 <p><b>Prompt:</b> {{ r.prompt }}</p>
 {% if r.time %}<p class="muted"><b>Time:</b> {{ r.time }}</p>{% endif %}
 <details><summary>Full response</summary><pre>{{ r.response }}</pre></details>
+{% if r.guidance %}<details class="guidance"><summary>Guidance: {{ r.guidance|length }} step{{ "" if r.guidance|length == 1 else "s" }} where the prefix judge changed the top token</summary>
+{% for g in r.guidance %}<div class="check"><span class="tag">judge</span> at answer token {{ g.answer_position }}: “{{ g.top_before_text }}” &rarr; “{{ g.chosen_text }}”
+<table><thead><tr><th>candidate</th><th>p (model)</th><th>entailment</th><th>penalty</th></tr></thead><tbody>
+{% for c in g.candidates %}<tr><td>“{{ c.text }}”</td><td>{{ num(c.p_model) }}</td><td>{{ num(c.entailment) }}</td><td>{{ num(c.penalty) }}</td></tr>
+{% endfor %}</tbody></table></div>
+{% endfor %}</details>{% endif %}
 {% for s in r.views %}<div class="sentence"><p class="stext">{{ s.text }}</p>
 {% for k in s.checks %}<div class="check {{ k.cls }}"><span class="tag">checker</span> <span class="verdict">{{ k.label }}</span>{% if k.text %} <span class="muted">(its sentence: “{{ k.text }}”)</span>{% endif %}
 {% if k.evidence %}<ul class="sources">

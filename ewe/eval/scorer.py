@@ -59,20 +59,28 @@ class Scorer:
         return (f"{label}: balanced accuracy {rec['balanced_accuracy']:.3f} on {rec['n']} hand-labelled "
                 f"generated sentences ({rec['set']})")
 
-    def _checker_for(self, topic: str | None) -> FactChecker:
-        base = self.runtime.fact_checker()
+    def _checker_for(self, topic: str | None, source_only: bool = False) -> FactChecker:
+        """The checker for one prompt. source_only: the claims are checked against the article the
+        prompt gave (a summary's source) and nothing else, not what the datastore knows."""
+        if source_only and not (topic and topic in wiki.summaries()):
+            raise ValueError(f'a prompt scored against its source ("score_against": "source") names no article of '
+                             f'the embedded Wikipedia as its "topic" (got {topic!r})')
+        base = self.runtime.fact_checker(need_evidence=not source_only)
         article = None
-        if self.use_articles and topic and topic in wiki.summaries():
+        if (self.use_articles or source_only) and topic and topic in wiki.summaries():
             article = Evidence(text=wiki.passage(topic), title=topic, score=1.0, source_id=f"article:{topic}")
         if article is None:
             return base
-        return FactChecker(base.checker, evidence=WithArticle(base.evidence, article), extractor=base.extractor,
+        evidence = WithArticle(None if source_only else base.evidence, article)
+        return FactChecker(base.checker, evidence=evidence, extractor=base.extractor,
                            k=base.k, query_with_prompt=base.query_with_prompt, bind_subjects=base.bind_subjects)
 
     def check(self, row: dict, method: str, dataset: str) -> dict:
-        """One result line -> its details line (claims, verdicts, counts; scores come later)."""
+        """One result line -> its details line (claims, verdicts, counts; scores come later). A row
+        with "score_against": "source" (the summaries set) is checked against its article only."""
         response = row.get("text", "")
-        sentences = check_response(self._checker_for(row.get("topic")), response, row["prompt"]) if response.strip() else []
+        checker = self._checker_for(row.get("topic"), row.get("score_against") == "source")
+        sentences = check_response(checker, response, row["prompt"]) if response.strip() else []
         mark_duplicates(sentences, self.redundancy, row["prompt"])
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,

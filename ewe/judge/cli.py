@@ -45,12 +45,30 @@ def cmd_paraphrase(args) -> int:
 
 
 def cmd_train(args) -> int:
+    if args.prefix:
+        return cmd_train_prefix(args)
     from .model import JudgeSpec
     from .train import TrainConfig, train
 
-    spec = JudgeSpec(split=args.split, trained_layers=args.trained_layers, claim_only=args.claim_only, bf16=args.bf16)
+    spec = JudgeSpec(split=args.split or 0, trained_layers=args.trained_layers or 6, claim_only=args.claim_only, bf16=args.bf16)
     cfg = TrainConfig(spec=spec, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                       max_train=args.max_train, max_test=args.max_test, threads=args.threads, init=args.init)
+    manifest = train(Path(args.data), Path(args.out), cfg)
+    print(json.dumps(manifest["held_out"], indent=2))
+    return 0
+
+
+def cmd_train_prefix(args) -> int:
+    """The prefix judge (PrefixNLI): the embedded generator's top layer(s) and a head, on prefix labels."""
+    from .prefix_model import PrefixJudgeSpec
+    from .prefix_train import PrefixTrainConfig, train
+
+    for flag, given in (("--split", args.split), ("--claim-only", args.claim_only), ("--init", args.init)):
+        if given:
+            raise SystemExit(f"ewe judge train --prefix: {flag} is for the MiniLM judge")
+    cfg = PrefixTrainConfig(spec=PrefixJudgeSpec(trained_layers=args.trained_layers or 1), seed=args.seed,
+                            epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                            max_train=args.max_train, max_test=args.max_test, threads=args.threads)
     manifest = train(Path(args.data), Path(args.out), cfg)
     print(json.dumps(manifest["held_out"], indent=2))
     return 0
@@ -128,9 +146,13 @@ def add_judge_commands(sub) -> None:
     t = jsub.add_parser("train", help="train the judge's upper layers and head (seeded, resumable)")
     t.add_argument("--data", required=True, help="a folder written by `ewe judge data`")
     t.add_argument("--out", required=True, help="folder for judge.safetensors, manifest.json and checkpoints")
-    t.add_argument("--split", type=non_negative_int, default=0,
+    t.add_argument("--split", type=non_negative_int,
                    help="MiniLM layers run on claim and passage apart (0, the shipped design: a plain cross-encoder)")
-    t.add_argument("--trained-layers", type=positive_int, default=6, help="top layers trained (6: all, the shipped design)")
+    t.add_argument("--prefix", action="store_true",
+                   help="train the prefix judge of PrefixNLI instead (the embedded generator's top layer and a head, "
+                   "on every prefix of the claims; method prefixnli reads it)")
+    t.add_argument("--trained-layers", type=positive_int,
+                   help="top layers trained (MiniLM judge: 6, all, the shipped design; prefix judge: 1, as in the paper)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
     t.add_argument("--no-bf16", dest="bf16", action="store_false",
                    help="float32 matrix products always (by default bfloat16 autocast runs where the CPU has "

@@ -457,15 +457,33 @@ def balance_model_written(examples: list[Example], seed: int = 0) -> list[Exampl
     return [e for e in examples if e.id not in drop]
 
 
+# kinds wrong as a whole: their recorded edit offset (0, or the end of a hedge) is not where the
+# text stops following the passage ("Marie Curie ..." of a claim whose sentence was removed is still
+# entailed), so only the whole claim has a known prefix label
+WHOLE_CLAIM_KINDS = frozenset({"removed-sentence", "foreign", "moved"})
+
+
+def prefix_label(claim: str, label: str, edit_start: Optional[int], end: int, kind: str = "") -> Optional[bool]:
+    """Whether the claim's first `end` characters are entailed (some completion of them is), None
+    when the data cannot say: any prefix of a supported claim is; a prefix of an altered claim is
+    until its edit; of a claim wrong as a whole only the whole claim is known."""
+    if label == SUPPORTED:
+        return True
+    if edit_start is not None and kind not in WHOLE_CLAIM_KINDS:
+        return end <= edit_start
+    return False if end >= len(claim.rstrip(" .")) else None
+
+
 def prefixes(examples: Iterable[Example], seed: int = 0, per_claim: int = 2) -> list[dict]:
-    """Word-boundary prefixes of the claims, labelled entailed when some completion of them is:
-    any prefix of a supported claim, and a prefix of an altered claim that ends before its edit."""
+    """Word-boundary prefixes of the claims with a known label (`prefix_label`); the whole claim
+    stands for a claim wrong as a whole."""
     rng = random.Random(seed)
     out = []
     for ex in examples:
-        cuts = [m.start() for m in re.finditer(r"\s", ex.claim)]
-        for cut in rng.sample(cuts, min(per_claim, len(cuts))):
-            entailed = ex.label == SUPPORTED or (ex.edit_start is not None and cut <= ex.edit_start)
+        cuts = [m.start() for m in re.finditer(r"\s", ex.claim)] + [len(ex.claim)]
+        known = [c for c in cuts if prefix_label(ex.claim, ex.label, ex.edit_start, c, ex.kind) is not None]
+        for cut in sorted(rng.sample(known, min(per_claim, len(known)))):
+            entailed = prefix_label(ex.claim, ex.label, ex.edit_start, cut, ex.kind)
             out.append({"id": f"{ex.id}-p{cut}", "title": ex.title, "split": ex.split, "evidence": ex.evidence,
                         "prefix": ex.claim[:cut], "label": "entailed" if entailed else "not_entailed"})
     return out

@@ -31,6 +31,7 @@ BUILT_IN = {  # name -> "module:class"
     "streaming-vr": "ewe.methods.verify_refine:VerifyRefine",
     "full-vr": "ewe.methods.verify_refine:FullVR",
     "a2r": "ewe.methods.a2r:A2R",
+    "prefixnli": "ewe.methods.prefixnli:PrefixNLI",
 }
 _registered: dict[str, type] = {}
 
