@@ -279,6 +279,12 @@ def test_compare_gives_the_paired_difference_and_an_interval_around_it(tmp_path,
     out = capsys.readouterr().out
     assert out.startswith("a - b: F1@6 ") and "over 30 prompts (95% paired bootstrap interval" in out
     assert "left out: 1 responses only in A, 0 only in B" in out
+    prec = paired_difference(a, b, K=6, resamples=2000, metric="precision")
+    assert abs(prec["difference"] - sum((3 + i % 3) / 6 - (2 + i % 2) / 6 for i in range(30)) / 30) < 1e-12
+    assert cli.main(["eval", "compare", str(a), str(b), "--metric", "precision"]) == 0
+    assert capsys.readouterr().out.startswith("a - b: precision ")
+    with pytest.raises(ValueError, match="metric 'f2'"):
+        paired_difference(a, b, metric="f2")
 
 
 def test_compare_refuses_files_that_cannot_be_paired(tmp_path):

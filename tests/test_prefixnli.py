@@ -117,6 +117,20 @@ def test_lambda_zero_is_plain_decoding_token_for_token(judge):
         assert g.stats["judge_forwards"] >= g.stats["judged_steps"] and g.trace == []
 
 
+def test_with_the_passage_in_memory_lambda_zero_is_ewe_memory_decoding(judge):
+    """PrefixNLI combined with EWE's memory: the generator reads the passage as a memory unit, the
+    judge reads it as its premise; with lambda 0 the answer is the memory-only answer."""
+    memory = {"memory": {"unit_tokens": 24}, "retrieval": {"source": None, "placement": "memory"},
+              "decoding": {"max_new_tokens": 24, "temperature": 0.0}}
+    plain = tiny_ewe(EWEConfig.build(memory)).generate(PROMPT, [PREMISE])
+    cfg = EWEConfig.build({**memory, "method": "prefixnli", "prefixnli": {"lambda": 0.0}})
+    ewe = tiny_ewe(cfg)
+    ewe.runtime._parts["prefix-judge:prefix-smollm2:None"] = judge
+    guided = ewe.generate(PROMPT, [PREMISE])
+    assert guided.token_ids == plain.token_ids and guided.stats["memory_units"] == 1
+    assert guided.stats["judged_steps"] > 0
+
+
 def test_a_penalty_steers_the_answer_and_is_traced(judge):
     plain = plain_ewe().generate(PROMPT, [PREMISE])
     guided = prefixnli_ewe(judge, **{"lambda": 50.0, "tau": 0.9, "max_candidates": 4, "top_p": 1.0}).generate(

@@ -64,11 +64,12 @@ def cmd_compare(args) -> int:
         if not Path(path).is_file():
             raise SystemExit(f"ewe eval compare: {path}: no such details file")
     try:
-        d = paired_difference(Path(args.a), Path(args.b), args.K, args.resamples, args.seed)
+        d = paired_difference(Path(args.a), Path(args.b), args.K, args.resamples, args.seed, metric=args.metric)
     except ValueError as e:
         raise SystemExit(f"ewe eval compare: {e}") from None
     name = lambda p: Path(p).name.removesuffix(".details.jsonl")  # noqa: E731
-    print(f"{name(args.a)} - {name(args.b)}: F1@{d['K']} {100 * d['mean_a']:.1f} - {100 * d['mean_b']:.1f} = "
+    label = {"f1": f"F1@{d['K']}", "precision": "precision", "recall": f"recall@{d['K']}"}[d["metric"]]
+    print(f"{name(args.a)} - {name(args.b)}: {label} {100 * d['mean_a']:.1f} - {100 * d['mean_b']:.1f} = "
           f"{100 * d['difference']:+.1f} over {d['n']} prompts ({100 * d['level']:.0f}% paired bootstrap interval "
           f"{100 * d['low']:+.1f} to {100 * d['high']:+.1f}, {d['resamples']} resamples)")
     if d["only_in_a"] or d["only_in_b"]:
@@ -150,6 +151,8 @@ def add_eval_commands(sub) -> None:
     c.add_argument("b", help="details of method B, scored on the same prompts")
     c.add_argument("--K", type=positive_int, help="claims needed for full recall: give the table's K (default: the "
                                                   "median claims per response over the two files)")
+    c.add_argument("--metric", choices=["f1", "precision", "recall"], default="f1",
+                   help="what is compared per prompt (precision: the share of an answer's unique claims supported)")
     c.add_argument("--resamples", type=positive_int, default=5000)
     c.add_argument("--seed", type=non_negative_int, default=0)
     c.set_defaults(func=cmd_compare)

@@ -30,19 +30,25 @@ def claim_counts(details: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+METRICS = ("f1", "precision", "recall")
+
+
 def paired_difference(a: Path, b: Path, K: int | None = None, resamples: int = 5000, seed: int = 0,
-                      level: float = 0.95) -> dict:
-    """Mean F1@K of `a` minus `b` over the prompts both scored, and the `level` percentile
-    interval of that mean over `resamples` bootstrap resamples of the prompts. K: None takes
-    the median claims per response over both files (the table's K when they are its only rows)."""
+                      level: float = 0.95, metric: str = "f1") -> dict:
+    """Mean F1@K (or precision, or recall@K: `metric`) of `a` minus `b` over the prompts both
+    scored, and the `level` percentile interval of that mean over `resamples` bootstrap resamples
+    of the prompts. K: None takes the median claims per response over both files (the table's K
+    when they are its only rows)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r}: one of {', '.join(METRICS)}")
     ca, cb = claim_counts(a), claim_counts(b)
     ids = sorted(set(ca) & set(cb))
     if not ids:
         raise ValueError(f"{a} and {b} share no response id: they were not scored on the same prompts")
     if K is None:
         K = median_k([ca[i][0] for i in ids] + [cb[i][0] for i in ids])
-    fa = {i: score(*ca[i], K).f1 for i in ids}
-    fb = {i: score(*cb[i], K).f1 for i in ids}
+    fa = {i: getattr(score(*ca[i], K), metric) for i in ids}
+    fb = {i: getattr(score(*cb[i], K), metric) for i in ids}
     diff = np.array([fa[i] - fb[i] for i in ids])
     rng = np.random.default_rng(seed)
     means = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
@@ -50,5 +56,5 @@ def paired_difference(a: Path, b: Path, K: int | None = None, resamples: int = 5
     low, high = np.quantile(means, [tail, 1 - tail])
     return {"n": len(ids), "K": K, "mean_a": float(np.mean(list(fa.values()))),
             "mean_b": float(np.mean(list(fb.values()))), "difference": float(diff.mean()),
-            "low": float(low), "high": float(high), "level": level, "resamples": resamples,
+            "low": float(low), "high": float(high), "level": level, "resamples": resamples, "metric": metric,
             "only_in_a": len(ca) - len(ids), "only_in_b": len(cb) - len(ids)}
