@@ -548,7 +548,7 @@ def test_eval_run_names_a_dataset_that_does_not_exist_before_out_is_made(tmp_pat
     """It said "--input nosuch: no such file", naming a flag eval run does not have, and left OUT behind."""
     from ewe.eval.harness import EvalError, run_eval
 
-    with pytest.raises(EvalError, match=r"--datasets 'nosuch': not a named prompt set \(bio, objects\)"):
+    with pytest.raises(EvalError, match=r"--datasets 'nosuch': not a named prompt set \(bio, objects, summaries\)"):
         run_eval(["bare"], ["nosuch"], tmp_path / "ev")
     assert not (tmp_path / "ev").exists()
 

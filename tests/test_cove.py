@@ -378,7 +378,7 @@ def test_configuration_errors(data, message):
 
 
 def test_unknown_method_is_an_error():
-    with pytest.raises(ConfigError, match="method: not a registered method \\(methods: a2r, cove, ewe, full-vr, streaming-vr"):
+    with pytest.raises(ConfigError, match="method: not a registered method \\(methods: a2r, cove, ewe, full-vr, prefixnli, streaming-vr"):
         EWEConfig.build({"method": "cot"})
 
 

@@ -23,5 +23,13 @@ def test_the_comparison_sees_a_changed_token_and_ignores_timings():
     assert golden.differences([golden._untimed(record)], [timed_again]) == []
     changed = golden._untimed({**record, "token_ids": [1, 3]})
     assert golden.differences([golden._untimed(record)], [changed]) == ["ewe / 'p': token_ids differs"]
+    moved = golden._untimed({**record, "trace": [{"type": "x", "entropy": 0.572}]})
+    base = golden._untimed({**record, "trace": [{"type": "x", "entropy": 0.574}]})
+    assert golden.differences([base], [moved]) == []  # another CPU's kernels
+    assert golden.same("P(contradicted) 0.41; about Burj Khalifa", "P(contradicted) 0.42; about Burj Khalifa")
+    assert not golden.same("P(contradicted) 0.41; about Burj Khalifa", "P(contradicted) 0.44; about Burj Khalifa")
+    assert not golden.same("P 0.41; about Burj Khalifa", "P 0.41; about Eiffel Tower")
+    far = golden._untimed({**record, "trace": [{"type": "x", "entropy": 0.58}]})
+    assert golden.differences([base], [far]) == ["ewe / 'p': trace differs"]
     nan = golden._untimed({**record, "trace": [{"type": "x", "entropy": float("nan")}]})
     assert "ewe / 'p': NaN in trace" in golden.differences([golden._untimed(record)], [nan])
