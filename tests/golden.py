@@ -77,10 +77,11 @@ FLOAT_TOLERANCE = 5e-3  # another CPU's float kernels: the same tokens, texts an
 
 
 def same(a, b) -> bool:
-    """Equal, floats to FLOAT_TOLERANCE. On another CPU the same packages compute a little apart: on
-    an AMD EPYC (2026-11-26) against the Intel machine the record was made on, log-probs moved in their
-    5th decimal (-0.04217 / -0.04218) and the judge's bfloat16 scores by up to 0.002 (0.572 / 0.574),
-    with every token, text and verdict the same. Tokens, texts and labels are compared exactly."""
+    """Equal, floats to FLOAT_TOLERANCE. On another machine the same packages compute a little apart:
+    on a fresh AMD EPYC machine (2026-11-26), against the machine the record was made on, log-probs
+    moved in their 5th decimal (-0.04217 / -0.04218) and the judge's bfloat16 scores by up to 0.002
+    (0.572 / 0.574), with every token, text and verdict the same (the commit before the change the
+    record was last checked against gave the same moves). Tokens, texts and labels are compared exactly."""
     if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
         return abs(a - b) <= FLOAT_TOLERANCE
     if isinstance(a, dict) and isinstance(b, dict):
