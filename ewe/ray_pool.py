@@ -100,7 +100,11 @@ def load_ewe(config):
 
     if _LOADER is None:
         _LOADER = Loader()
-    return _LOADER.load(config)
+    ewe = _LOADER.load(config)
+    if config.retrieval.source is not None:
+        _ = ewe.runtime.datastore  # now, while this worker loads alone (builds_on_first_use)
+        _LOADER.remember(ewe.runtime)
+    return ewe
 
 
 def builds_on_first_use(config) -> bool:

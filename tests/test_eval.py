@@ -329,3 +329,26 @@ def test_summaries_give_the_article_and_are_scored_against_it_only(tmp_path):
     with pytest.raises(ValueError, match="names no article"):
         Scorer(checking_runtime(Recording())).check_file(results, tmp_path / "e.jsonl", "m", "summaries",
                                                          progress=False)
+
+
+def test_the_eval_loader_opens_the_datastore_only_when_a_prompt_retrieves(monkeypatch):
+    """Prompts that all bring their passages (the summaries set) never open or build the datastore;
+    one a method opened while it ran is shared with the methods after it."""
+    from ewe.eval.harness import Loader
+    from ewe.retrieval import Datastore
+
+    def refuse(*a, **k):
+        raise AssertionError("the datastore was opened")
+
+    monkeypatch.setattr(Datastore, "build", refuse)
+    monkeypatch.setattr(Datastore, "load", refuse)
+    loader = Loader()
+    first = loader.load(EWEConfig.from_yaml(Path(__file__).parents[1] / "configs" / "ra-1.yaml",
+                                            **{"decoding.max_new_tokens": 3}))
+    assert not first.runtime.datastore_loaded
+    first.generate("Tell me a bio of Marie Curie.", ["Marie Curie was a physicist."])
+    assert not first.runtime.datastore_loaded
+    opened = object()
+    first.runtime._datastore = opened  # as if a retrieving prompt had opened it
+    second = loader.load(EWEConfig.from_yaml(Path(__file__).parents[1] / "configs" / "ra.yaml"))
+    assert second.runtime.datastore is opened and second.runtime.model is first.runtime.model

@@ -55,13 +55,19 @@ class Loader:
     def __init__(self):
         self.models: dict[tuple, tuple] = {}
         self.datastores: dict[tuple, object] = {}
+        self.given: list[Runtime] = []  # what an earlier Runtime loaded while it ran is shared too
 
     def runtime(self, config: EWEConfig) -> Runtime:
         """A Runtime for `config` with the model and datastore already loaded for an earlier one
-        that agrees; whatever is not loaded yet loads on first use (scoring never loads the model)."""
+        that agrees; whatever is not loaded yet loads on first use (scoring never loads the model;
+        prompts that all bring their passages never open the datastore)."""
+        for earlier in self.given:
+            self.remember(earlier)
         key, ds_key = _keys(config)
         model, tokenizer = self.models.get(key, (None, None))
-        return Runtime(config, model, tokenizer, datastore=self.datastores.get(ds_key))
+        runtime = Runtime(config, model, tokenizer, datastore=self.datastores.get(ds_key))
+        self.given.append(runtime)
+        return runtime
 
     def remember(self, runtime: Runtime) -> None:
         """Keep what `runtime` has loaded for the Runtimes that come next."""
@@ -77,8 +83,6 @@ class Loader:
 
         runtime = self.runtime(config)
         ewe = EWE.from_runtime(runtime)
-        if config.retrieval.source is not None:
-            _ = runtime.datastore
         self.remember(runtime)
         return ewe
 
