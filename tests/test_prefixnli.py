@@ -14,6 +14,7 @@ from ewe.config import EWEConfig
 from ewe.judge.prefix_model import PrefixJudge, PrefixJudgeSpec
 from ewe.judge.prefix_scorer import PrefixScorer
 from ewe.methods.prefix_guide import GuideSettings, candidates, guide, logits_processor
+from ewe.methods.prefixnli import PrefixNLI
 
 PREMISE = "Marie Curie was a Polish physicist and chemist who conducted pioneering research on radioactivity."
 PROMPT = "Tell me a bio of Marie Curie."
@@ -97,8 +98,7 @@ def prefixnli_ewe(judge, **options):
                            "decoding": {"max_new_tokens": 24, "temperature": 0.0},
                            "prefixnli": options})
     ewe = tiny_ewe(cfg)
-    key = f"prefix-judge:{cfg.method_section.judge}:{cfg.method_section.max_premise_tokens}"
-    ewe.runtime._parts[key] = judge
+    ewe.runtime._parts[PrefixNLI.judge_key(cfg.method_section)] = judge
     return ewe
 
 
@@ -125,7 +125,7 @@ def test_with_the_passage_in_memory_lambda_zero_is_ewe_memory_decoding(judge):
     plain = tiny_ewe(EWEConfig.build(memory)).generate(PROMPT, [PREMISE])
     cfg = EWEConfig.build({**memory, "method": "prefixnli", "prefixnli": {"lambda": 0.0}})
     ewe = tiny_ewe(cfg)
-    ewe.runtime._parts["prefix-judge:prefix-smollm2:None"] = judge
+    ewe.runtime._parts[PrefixNLI.judge_key(cfg.method_section)] = judge
     guided = ewe.generate(PROMPT, [PREMISE])
     assert guided.token_ids == plain.token_ids and guided.stats["memory_units"] == 1
     assert guided.stats["judged_steps"] > 0
@@ -251,7 +251,7 @@ def test_the_shipped_prefix_judge_on_the_embedded_model():
         "decoding.max_new_tokens": 20, "prefixnli.lambda": 0.0}))
     zero = guided.generate(PROMPT, source)
     assert zero.token_ids == expected.token_ids and zero.stats["judged_steps"] >= len(zero.token_ids)
-    judge = guided.runtime._parts["prefix-judge:prefix-smollm2:None"]
+    judge = guided.runtime._parts[PrefixNLI.judge_key(guided.config.method_section)]
     assert judge.manifest["held_out"]["word"]["balanced_accuracy"] >= 0.80
     steered = EWE(plain.model, plain.tokenizer, EWEConfig.from_yaml(configs / "prefixnli.yaml", **{
         "decoding.max_new_tokens": 20, "prefixnli.tau": 0.9}))

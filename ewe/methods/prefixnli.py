@@ -62,8 +62,12 @@ class PrefixNLI(Method):
     def judge(self):
         """The prefix judge, loaded on first use and kept by the Runtime: its own copy of the base
         model (its top layers are its own), never the generator."""
-        key = f"prefix-judge:{self.options.judge}:{self.options.max_premise_tokens}"
-        return self.runtime.part(key, self._load_judge)
+        return self.runtime.part(self.judge_key(self.options), self._load_judge)
+
+    @staticmethod
+    def judge_key(options: PrefixNLIConfig) -> str:
+        """What the Runtime keeps the judge of these settings under (one judge per name and premise room)."""
+        return f"prefix-judge:{options.judge}:{options.max_premise_tokens}"
 
     def _load_judge(self):
         from dataclasses import replace
