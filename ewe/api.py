@@ -85,6 +85,13 @@ class EWE:
         """The configured FactChecker (checker section), with this datastore as its evidence."""
         return self.runtime.fact_checker(need_evidence)
 
+    def critic(self, need_evidence: bool = True):
+        """A Critic over the configured checker: `critic().critique(text)` finds the text's wrong
+        claims, with reasons, references and (checker.backend ita) verification trees."""
+        from .critique import Critic
+
+        return Critic(self.fact_checker(need_evidence))
+
     def check(self, sentence: str, prompt: str | None = None, context: str | None = None, evidence=None):
         """Fact-check one sentence (claims, evidence, verdicts) with the configured checker."""
         if not isinstance(sentence, str) or not sentence.strip():

@@ -74,6 +74,14 @@ def positive_float(v: str) -> float:
     return x
 
 
+def share(v: str) -> float:
+    """A finite number from 0 to 1 (a share of examples)."""
+    x = _float(v)
+    if not 0 <= x <= 1:
+        raise argparse.ArgumentTypeError(f"{v} must be between 0 and 1")
+    return x
+
+
 def command_group(subparsers, name: str, help: str):
     """`ewe NAME SUBCOMMAND`: the group's parser registered on `subparsers`, and the
     subparsers its subcommands go on (the chosen one lands in `args.<name>_command`)."""

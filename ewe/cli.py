@@ -83,11 +83,12 @@ def _add_model_options(p: argparse.ArgumentParser, several_configs: bool = False
 
 
 def _load_ewe(args):
-    """The EWE for a command's options. `ewe check` loads the generator only if its checker asks
+    """The EWE for a command's options. `ewe check` and `ewe critique` load the generator only if its checker asks
     it something (checker.extractor or backend llm_judge): the judge and the rules need none."""
     from .api import EWE
 
-    return EWE.from_config(args.config, load_model=getattr(args, "command", None) != "check", **config_overrides(args))
+    return EWE.from_config(args.config, load_model=getattr(args, "command", None) not in ("check", "critique"),
+                           **config_overrides(args))
 
 
 def cmd_generate(args) -> int:
@@ -192,6 +193,27 @@ def cmd_check(args) -> int:
     return 0
 
 
+def cmd_critique(args) -> int:
+    """`ewe critique --input texts.jsonl --output critiques.jsonl`: each text's claims with verdicts,
+    reasons, references and trees, appended as each text is done; a rerun resumes."""
+    from .critique.batch import critique_file, read_texts
+    from .critique.report import write_report
+    from .errors import RunError
+    from .files import read_jsonl
+
+    inp, out = Path(args.input), Path(args.output)
+    try:
+        result = critique_file(lambda need: _load_ewe(args).critic(need), inp, out, retrieve=args.retrieve,
+                               limit=args.limit)
+        if args.report:
+            critiques = [row for _, row in read_jsonl(out, skip_bad=True) if isinstance(row, dict)]
+            result["report"] = str(write_report(read_texts(inp), critiques, Path(args.report)))
+    except RunError as e:
+        raise SystemExit(f"ewe critique: {e}") from None
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def _check_batch(args) -> int:
     """`ewe check --input cases.jsonl --output verdicts.jsonl`: one verdict line per case, appended
     as each is done; a rerun skips ids already in the output."""
@@ -261,6 +283,18 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--json", action="store_true")
     _add_model_options(k)
     k.set_defaults(func=cmd_check)
+
+    c = sub.add_parser("critique", help="find the wrong claims of given texts (ITA's task): each claim's verdict, "
+                       "reason, references and verification tree")
+    c.add_argument("--input", required=True, help='JSONL: {"id", "text", "evidence"?: [passage or {"title", "text"}, '
+                   '...]}; a text without evidence is checked against the datastore')
+    c.add_argument("--output", required=True, help="JSONL of critiques, appended as texts finish; a rerun resumes")
+    c.add_argument("--retrieve", action="store_true", help="search the datastore even where a text brings evidence")
+    c.add_argument("--limit", type=positive_int, help="the first N texts only")
+    c.add_argument("--report", metavar="DIR", help="also write DIR/index.html: the texts with their claims marked, "
+                   "trees collapsible")
+    _add_model_options(c)
+    c.set_defaults(func=cmd_critique)
 
     from .eval.cli import add_eval_commands
 

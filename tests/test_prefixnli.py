@@ -233,6 +233,44 @@ def test_training_rows_label_every_prefix_the_data_can_label(judge):
     assert led[:lead - 1] == [1] * (lead - 1) and led[-len(altered):] == altered
 
 
+def test_source_frames_move_the_edit_and_keep_the_labels(judge):
+    """A claim put in a summary's lead-in keeps its label; an altered claim's prefixes turn
+    not-entailed at the same word, now further along."""
+    import random
+
+    from ewe.judge.data import SOURCE_FRAMES, lead_in
+    from ewe.judge.prefix_train import make_row, make_rows
+
+    claim = "Marie Curie was born in 1867."
+    framed, edit = lead_in(claim, claim.index("1867"), "The article says that {}")
+    assert framed == "The article says that Marie Curie was born in 1867." and framed[edit:edit + 4] == "1867"
+    assert lead_in("She was born.", None, "Reportedly, {}") == ("Reportedly, she was born.", None)
+
+    ex = {"evidence": PREMISE, "claim": claim, "label": "unsupported", "edit_start": claim.index("1867"),
+          "kind": "number"}
+    header = len(judge.header_ids(PREMISE))
+    [row] = make_rows(judge, [ex], random.Random(0), 0.0, frame_share=1.0)
+    text = tiny_tokenizer().decode(row.ids[header:])
+    frame = next(f for f in SOURCE_FRAMES if text.startswith(f.split("{}")[0]))
+    expected = make_row(judge, {**ex, "claim": lead_in(claim, None, frame)[0],
+                                "edit_start": lead_in(claim, ex["edit_start"], frame)[1]}, [])
+    assert row.labels == expected.labels and 0 in row.labels and 1 in row.labels
+    [plain] = make_rows(judge, [ex], random.Random(0), 0.0)
+    assert plain.ids == make_row(judge, ex, []).ids  # no frames asked: the claim as it is
+
+
+def test_training_keeps_every_example_in_the_generators_words():
+    import random
+
+    from ewe.judge.prefix_train import draw_training
+
+    written = [{"id": f"w{i}", "kind": "model-paraphrase"} for i in range(5)]
+    synthetic = [{"id": f"s{i}", "kind": "number"} for i in range(50)]
+    drawn = draw_training(synthetic[:25] + written + synthetic[25:], 12, random.Random(0))
+    assert len(drawn) == 12 and all(w in drawn for w in written)
+    assert len(draw_training(written + synthetic, 100, random.Random(0))) == 55
+
+
 @pytest.mark.slow
 def test_the_shipped_prefix_judge_on_the_embedded_model():
     """configs/prefixnli.yaml as shipped: lambda 0 writes RA-1's answer token for token (the same

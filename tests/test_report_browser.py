@@ -223,3 +223,31 @@ def test_a_reader_sees_each_sentence_its_verdicts_and_evidence(browser, report):
     shot = base64.b64decode(browser.call("Page.captureScreenshot", page=True, format="png")["data"])
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000  # a drawn page, not a blank one
     assert time.monotonic() - t0 < TIMEOUT_S
+
+
+def test_a_reader_opens_a_critiques_verification_tree(browser, tmp_path):
+    """`ewe critique --report`: each text is one summary line; opened, the text shows with its claims
+    and verdicts, and each tree opens level by level down to the sub-claim that decided."""
+    from test_critique import PASSAGE, critic
+
+    from ewe.critique.report import write_report
+
+    text = "Marie Curie was born in 1880 in Paris. " + HOSTILE
+    row = {"id": "text-1", "evidence": "given", **critic(ita=True).critique(text, evidence=[PASSAGE]).to_dict()}
+    page = write_report([{"id": "text-1", "text": text}], [row], tmp_path / "critique")
+    browser.open(page.resolve().as_uri())
+    closed = browser.js("document.body.innerText")
+    assert "text-1 · 2 claims · 1 rejected" in closed and "sub-claim rejected" not in closed
+
+    browser.js("document.querySelectorAll('body > details').forEach(d => d.open = true)")  # the text, not its trees
+    lines = _lines(browser.js("document.body.innerText"))
+    assert "[reject] Marie Curie was born in 1880 in Paris." in lines
+    assert "sub-claim rejected: Marie Curie was born in 1880." in lines
+    assert "[reject] Marie Curie was born in 1880." not in lines  # the child: behind the tree's own click
+
+    browser.js("document.querySelectorAll('details').forEach(d => d.open = true)")
+    lines = _lines(browser.js("document.body.innerText"))
+    assert "[reject] Marie Curie was born in 1880." in lines and "[unsubstantiated] Marie Curie was born in Paris." in lines
+    assert any(line.startswith("← Marie Curie [0:") for line in lines)  # the reference: title and offsets
+    assert HOSTILE in browser.js("document.body.innerText")
+    assert browser.js("document.scripts.length") == 0 and browser.js("document.querySelectorAll('img').length") == 0

@@ -118,12 +118,27 @@ def test_the_tree_grows_down_to_max_depth_with_at_most_max_children():
 
 
 def test_an_unsplittable_claim_stays_unsubstantiated_and_says_why():
-    v = run(TreeChecker(LabelBackend({}), Search(), span_llm({}), max_depth=1))
-    assert v.details["tree"]["children"] == []  # one clause: nothing to split into
+    v = run(TreeChecker(LabelBackend({}), Search(), span_llm({}), max_depth=1), claim="Marie Curie was a chemist.")
+    assert v.details["tree"]["children"] == []  # one clause, no detail: nothing to split into
     assert v.label == NOT_ENOUGH_EVIDENCE and "no sub-claims found (rules, the llm wrote no list)" in v.rationale
     split = run(TreeChecker(LabelBackend({}), Search(), span_llm({}), max_depth=1),
                 claim="Marie Curie was a physicist and she won two Nobel prizes.")
     assert len(split.details["tree"]["children"]) == 2
+    # one clause with details: each detail on its own (ewe/verify/details.py)
+    details = run(TreeChecker(LabelBackend({}), Search(), span_llm({}), max_depth=1))
+    assert [c["claim"] for c in details.details["tree"]["children"]] == [
+        "Marie Curie won the Nobel Prize in Physics in 1903.", "Marie Curie won the Nobel Prize in Physics with her husband."]
+
+
+def test_an_accepted_claim_is_rejected_by_a_wrong_detail_only_when_asked():
+    wrong = "Marie Curie won the Nobel Prize in Physics with her husband."
+    base = LabelBackend({ROOT: SUPPORTED, wrong: UNSUPPORTED})
+    paper = run(TreeChecker(base, Search(), None, max_depth=1))
+    assert paper.label == SUPPORTED and paper.details["tree"]["children"] == []  # the paper: accept ends the branch
+    details = run(TreeChecker(base, Search(), None, max_depth=1, span_accepted=True))
+    assert details.label == UNSUPPORTED and details.rationale.startswith(f"sub-claim rejected: {wrong}")
+    fine = run(TreeChecker(LabelBackend({ROOT: SUPPORTED}), Search(), None, max_depth=1, span_accepted=True))
+    assert fine.label == SUPPORTED and len(fine.details["tree"]["children"]) == 2  # verified, kept
 
 
 def test_sub_claims_repeating_the_claim_are_dropped_and_rules_split_without_an_llm():
@@ -164,7 +179,7 @@ def test_fact_checker_with_the_tree_backend_checks_sentences():
 
 def test_the_trace_carries_and_renders_the_tree():
     base = LabelBackend({SUBS[1]: UNSUPPORTED})
-    checker = FactChecker(TreeChecker(base, None, span_llm({ROOT: listed(SUBS)})),
+    checker = FactChecker(TreeChecker(base, None, span_llm({ROOT: listed(SUBS)}), max_depth=1),
                           evidence=StaticEvidenceSource(["Marie Curie shared the 1903 prize."]))
     event = check_event(checker.check_sentence(ROOT))
     tree = event["verdicts"][0]["details"]["tree"]

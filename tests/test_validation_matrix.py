@@ -87,6 +87,8 @@ FLOAT_ARGTYPES = {
                                                          ("-inf", "not a finite number"), ("x", "is not a number")]),
     argtypes.positive_float: (["5e-324", "1e-4", "3"], [("0", "must be greater than 0"), ("-1e-4", "must be greater than 0"),
                                                         ("nan", "not a finite number"), ("inf", "not a finite number")]),
+    argtypes.share: (["0", "0.25", "1"], [("1.5", "must be between 0 and 1"), ("-0.1", "must be between 0 and 1"),
+                                          ("nan", "not a finite number"), ("x", "is not a number")]),
 }
 
 

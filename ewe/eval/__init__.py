@@ -7,6 +7,8 @@
     cli.py       `ewe eval prompts | score | run`
     checker_accuracy.py  a checker's balanced accuracy on the labelled set (ewe.data.labelled_set)
     binding.py   subject binding end to end on ewe.data.subject_set (`ewe judge eval-binding`)
+    critics.py   `ewe eval critics`: the Critics benchmark (Med-Critics-style texts with known falsified
+                 sentences, falsify.py makes them) and a critic's precision / recall / F1 at finding them
 
 The prompt sets come from ewe.data.prompt_sets.
 """

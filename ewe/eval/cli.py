@@ -1,5 +1,5 @@
-"""`ewe eval prompts | score | compare | table | run`: prompt sets, scoring results files, paired differences,
-and whole comparisons."""
+"""`ewe eval prompts | score | compare | table | run | critics`: prompt sets, scoring results files, paired
+differences, whole comparisons, and the Critics benchmark."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from ..argtypes import command_group, non_negative_int, positive_int
+from ..argtypes import command_group, non_negative_int, positive_int, share
 from ..ray_pool import add_ray_options
 
 
@@ -122,6 +122,63 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_critics_build(args) -> int:
+    from ..files import write_jsonl
+    from .critics import build
+
+    try:
+        rows = build(args.n, args.seed, args.error_free_share)
+    except ValueError as e:
+        raise SystemExit(f"ewe eval critics build: {e}") from None
+    write_jsonl(args.out, rows)
+    counts: dict[str, int] = {}
+    for f in (f for r in rows for f in r["falsified"]):
+        counts[f["category"]] = counts.get(f["category"], 0) + 1
+    falsified = ", ".join(f"{c} {k}" for c, k in sorted(counts.items()))
+    print(f"ewe eval critics: {len(rows)} texts ({sum(r['error_free'] for r in rows)} error-free), falsified "
+          f"sentences: {falsified}; written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_critics_score(args) -> int:
+    from ..files import write_json
+    from .critics import read_benchmark, read_critiques, score, write_table
+
+    names = [Path(p).stem for p in args.critiques]
+    if len(set(names)) < len(names):
+        raise SystemExit(f"ewe eval critics score: two critiques files have the same name ({', '.join(names)}); the "
+                         "file name (without .jsonl) names the critic in the table")
+    try:
+        rows = read_benchmark(Path(args.bench))
+        results = {name: score(rows, read_critiques(Path(p), rows)) for name, p in zip(names, args.critiques)}
+    except (ValueError, FileNotFoundError) as e:
+        raise SystemExit(f"ewe eval critics score: {e}") from None
+    write_json(Path(args.out) / "critics.json", results)
+    for name, r in results.items():
+        if r["missing"]:
+            print(f"ewe eval critics: {name}: no critique for {len(r['missing'])} texts (counted as no flags), "
+                  f"e.g. {r['missing'][0]}", file=sys.stderr)
+    try:
+        written = write_table(results, Path(args.out))
+    except RuntimeError as e:
+        raise SystemExit(f"ewe eval critics score: {e}") from None
+    print(Path(written["critics.md"]).read_text(encoding="utf-8"), end="")
+    print(f"written: {', '.join(str(p) for p in written.values())}, {Path(args.out) / 'critics.json'}")
+    return 0
+
+
+def cmd_critics_run(args) -> int:
+    from .critics_run import run
+
+    try:
+        results = run(Path(args.bench), Path(args.out), args.config, tuple(filter(None, args.critics.split(","))),
+                      tuple(filter(None, args.evidence.split(","))), args.limit)
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        raise SystemExit(f"ewe eval critics run: {e}") from None
+    print((Path(args.out) / "critics.md").read_text(encoding="utf-8"), end="")
+    return 0 if results else 1
+
+
 def add_eval_commands(sub) -> None:
     from ..data.prompt_sets import SETS
     from .harness import CONFIGS
@@ -183,3 +240,30 @@ def add_eval_commands(sub) -> None:
     r.add_argument("--sweep-n", type=positive_int, help="prompts per swept value (default: all of the first dataset)")
     add_ray_options(r)
     r.set_defaults(func=cmd_run)
+
+    k = command_group(which, "critics", "the Critics benchmark: texts about held-out articles with known falsified "
+                                        "sentences, and critics' precision / recall / F1 at finding them")
+    kb = k.add_parser("build", help="write the benchmark's texts (JSONL)")
+    kb.add_argument("--n", type=positive_int, default=120, help="texts")
+    kb.add_argument("--seed", type=non_negative_int, default=0)
+    kb.add_argument("--error-free-share", type=share, default=0.2, help="share of texts with no error (0 to 1)")
+    kb.add_argument("--out", required=True, help="JSONL file")
+    kb.set_defaults(func=cmd_critics_build)
+    ks = k.add_parser("score", help="score critics' critiques: critics.md, critics_by_category.png, critics.json")
+    ks.add_argument("--bench", required=True, help="the benchmark JSONL (ewe eval critics build)")
+    ks.add_argument("--critiques", required=True, nargs="+", help='JSONL files of {"id", "claims": [{"start", '
+                    '"end", "verdict"}]}, one per critic (file stem = critic name); verdict "reject" flags a claim')
+    ks.add_argument("--out", required=True, help="folder for the table, the chart and the scores")
+    ks.set_defaults(func=cmd_critics_score)
+    kr = k.add_parser("run", help="critics side by side in one run (ITA, the flat judge, the alignment heuristic; "
+                      "evidence given and retrieved), scored, with their cost per text")
+    kr.add_argument("--bench", required=True, help="the benchmark JSONL (ewe eval critics build)")
+    kr.add_argument("--out", required=True, help="folder: one critiques JSONL per critic (appended; a rerun "
+                    "resumes), critics.md, critics_by_category.png, critics.json")
+    kr.add_argument("--critics", default="ita,judge,alignment", help="comma-separated: ita, judge, alignment")
+    kr.add_argument("--evidence", default="given,retrieved", help="comma-separated: given (the text's source "
+                    "article), retrieved (the datastore)")
+    kr.add_argument("--config", default="configs/ita.yaml", help="the checker's other settings (judge, evidence_k, "
+                    "ITA's depth and width) and the datastore")
+    kr.add_argument("--limit", type=positive_int, help="the first N texts only")
+    kr.set_defaults(func=cmd_critics_run)

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..argtypes import command_group, non_negative_int, positive_float, positive_int, seed
+from ..argtypes import command_group, non_negative_int, positive_float, positive_int, seed, share
 
 
 def cmd_data(args) -> int:
@@ -47,6 +47,8 @@ def cmd_paraphrase(args) -> int:
 def cmd_train(args) -> int:
     if args.prefix:
         return cmd_train_prefix(args)
+    if args.source_frames:
+        raise SystemExit("ewe judge train: --source-frames is for the prefix judge (--prefix)")
     from .model import JudgeSpec
     from .train import TrainConfig, train
 
@@ -68,7 +70,8 @@ def cmd_train_prefix(args) -> int:
             raise SystemExit(f"ewe judge train --prefix: {flag} is for the MiniLM judge")
     cfg = PrefixTrainConfig(spec=PrefixJudgeSpec(trained_layers=args.trained_layers or 1), seed=args.seed,
                             epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                            max_train=args.max_train, max_test=args.max_test, threads=args.threads)
+                            max_train=args.max_train, max_test=args.max_test, threads=args.threads,
+                            source_frames=args.source_frames)
     manifest = train(Path(args.data), Path(args.out), cfg)
     print(json.dumps(manifest["held_out"], indent=2))
     return 0
@@ -153,6 +156,9 @@ def add_judge_commands(sub) -> None:
                    "on every prefix of the claims; method prefixnli reads it)")
     t.add_argument("--trained-layers", type=positive_int,
                    help="top layers trained (MiniLM judge: 6, all, the shipped design; prefix judge: 1, as in the paper)")
+    t.add_argument("--source-frames", type=share, default=0.0,
+                   help="prefix judge: share of hypotheses put in a summary's lead-in (\"The article explains that "
+                   "...\"), either label, so that PrefixNLI's summaries are read as claims (the shipped judge: 0.25)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
     t.add_argument("--no-bf16", dest="bf16", action="store_false",
                    help="float32 matrix products always (by default bfloat16 autocast runs where the CPU has "

@@ -43,6 +43,14 @@ HEDGES = (
     "Historians note that {}", "Some say that {}", "It has been reported that {}", "By most accounts, {}",
     "Notably, {}", "In fact, {}",
 )
+# how a summary points at its source ("The article explains that ..."): label-blind lead-ins for the
+# prefix judge's hypotheses, which PrefixNLI reads inside summaries (ewe/judge/prefix_train.py)
+SOURCE_FRAMES = (
+    "The article says that {}", "According to the article, {}", "The article explains that {}",
+    "The text notes that {}", "The article mentions that {}", "The passage states that {}",
+    "In the article, the author notes that {}", "The article highlights that {}", "The article also notes that {}",
+    "The summary of the article is that {}",
+)
 ANTONYMS = dict(
     pair.split(":") for pair in """first:last largest:smallest highest:lowest biggest:smallest longest:shortest
     oldest:youngest older:younger earliest:latest north:south east:west northern:southern eastern:western
@@ -407,11 +415,7 @@ class Builder:
                 edit = min(edit, _first_diff(claim, claim2))
             claim = claim2
         if self.rng.random() < 0.2:
-            hedge = self.rng.choice(HEDGES)
-            body = claim if _starts_with_name(claim) else claim[:1].lower() + claim[1:]
-            claim = hedge.format(body)
-            if edit is not None:
-                edit += len(hedge) - 2
+            claim, edit = lead_in(claim, edit, self.rng.choice(HEDGES))
         return claim, edit
 
 
@@ -440,6 +444,20 @@ def build(summaries: dict, seed: int = 0, per_article: int = 8, limit: Optional[
                 out += builder.model_written(art, text, row.get("sentence_index", -1), row["id"], label)
         out = balance_model_written(out, seed)
     return out
+
+
+def model_written_apart(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The rows in the generator's own words ("model-..." kinds: scarce, and the text the judges
+    are asked about), and the rest; trainers keep all of the first and draw from the second."""
+    written = [r for r in rows if str(r.get("kind", "")).startswith("model-")]
+    return written, [r for r in rows if not str(r.get("kind", "")).startswith("model-")]
+
+
+def lead_in(claim: str, edit: Optional[int], frame: str) -> tuple[str, Optional[int]]:
+    """The claim inside a frame such as "Reportedly, {}" (its first letter lowered unless it starts a
+    name), and where its edit now is."""
+    body = claim if _starts_with_name(claim) else claim[:1].lower() + claim[1:]
+    return frame.format(body), None if edit is None else edit + frame.index("{}")
 
 
 def balance_model_written(examples: list[Example], seed: int = 0) -> list[Example]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from ..verify.types import SUPPORTED
-from .data import prefix_label, read
+from .data import SOURCE_FRAMES, lead_in, model_written_apart, prefix_label, read
 from .prefix_model import PrefixJudge, PrefixJudgeSpec
 
 IGNORE = -1
@@ -38,6 +38,7 @@ class PrefixTrainConfig:
     max_test: int = 800
     threads: int = 2
     context_claims: float = 0.5  # share of training hypotheses led by other true claims of the passage
+    source_frames: float = 0.0  # share put in a summary's lead-in ("The article explains that ..."), either label
 
 
 @dataclass
@@ -69,17 +70,31 @@ def make_row(judge: PrefixJudge, ex: dict, context: list[str]) -> Row:
     return Row(header + enc["input_ids"], labels, word_end)
 
 
-def make_rows(judge: PrefixJudge, examples: list[dict], rng: random.Random, context_share: float) -> list[Row]:
+def make_rows(judge: PrefixJudge, examples: list[dict], rng: random.Random, context_share: float,
+              frame_share: float = 0.0) -> list[Row]:
+    """One row per example: a share led by other true claims of its passage, a share (drawn
+    after, from its own generator) inside a source frame (`data.SOURCE_FRAMES`)."""
     true_claims: dict[str, list[str]] = {}
     for ex in examples:
         if ex["label"] == SUPPORTED:
             true_claims.setdefault(ex["evidence"], []).append(ex["claim"])
+    frames = random.Random(rng.random())
     rows = []
     for ex in examples:
         others = [c for c in true_claims.get(ex["evidence"], []) if c != ex["claim"]]
         context = rng.sample(others, min(len(others), rng.choice((1, 2)))) if others and rng.random() < context_share else []
+        if frame_share and frames.random() < frame_share:
+            claim, edit = lead_in(ex["claim"], ex.get("edit_start"), frames.choice(SOURCE_FRAMES))
+            ex = {**ex, "claim": claim, "edit_start": edit}
         rows.append(make_row(judge, ex, context))
     return rows
+
+
+def draw_training(examples: list[dict], most: int, rng: random.Random) -> list[dict]:
+    """Every example in the generator's own words (kinds "model-...", few and the text PrefixNLI
+    reads), then synthetic ones drawn up to `most` in all."""
+    written, synthetic = model_written_apart(examples)
+    return written + rng.sample(synthetic, max(0, min(most - len(written), len(synthetic))))
 
 
 def _batches(rows: list[Row], size: int) -> list[list[int]]:
@@ -149,9 +164,9 @@ def train(data_dir: Path, out_dir: Path, cfg: PrefixTrainConfig, log=print) -> d
     judge = PrefixJudge(model, tokenizer, cfg.spec)
     train_ex = read(data_dir / "train.jsonl")
     test_ex = read(data_dir / "test.jsonl")
-    train_ex = rng.sample(train_ex, min(cfg.max_train, len(train_ex)))
+    train_ex = draw_training(train_ex, cfg.max_train, rng)
     test_ex = random.Random(cfg.seed + 1).sample(test_ex, min(cfg.max_test, len(test_ex)))
-    train_rows = make_rows(judge, train_ex, rng, cfg.context_claims)
+    train_rows = make_rows(judge, train_ex, rng, cfg.context_claims, cfg.source_frames)
     test_rows = make_rows(judge, test_ex, random.Random(cfg.seed + 2), 0.0)
 
     t0 = time.perf_counter()
@@ -181,7 +196,7 @@ def train(data_dir: Path, out_dir: Path, cfg: PrefixTrainConfig, log=print) -> d
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += loss.item()
             if n % 100 == 0:
                 log(f"  epoch {epoch + 1} batch {n + 1}/{len(order)} loss {total / (n + 1):.4f} "
                     f"({time.perf_counter() - t1:.0f} s)")

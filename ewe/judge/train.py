@@ -23,7 +23,7 @@ import torch
 from tqdm import tqdm
 
 from ..files import atomic_write, write_json
-from .data import read
+from .data import model_written_apart, read
 from .metrics import binary_report
 from .model import LABELS, JudgeModel, JudgeSpec, base_fingerprint, load_tokenizer
 
@@ -60,8 +60,7 @@ def _subset(rows: list[dict], n: Optional[int], seed: int) -> list[dict]:
     to what the judge is asked in the loop) are all kept, the rest drawn to fill up to `n`."""
     if n is None or n >= len(rows):
         return rows
-    written = [r for r in rows if str(r.get("kind", "")).startswith("model-")]
-    rest = [r for r in rows if not str(r.get("kind", "")).startswith("model-")]
+    written, rest = model_written_apart(rows)
     if not written:
         return random.Random(seed).sample(rows, n)
     drawn = written[:n] + random.Random(seed).sample(rest, max(0, min(len(rest), n - len(written))))

@@ -6,9 +6,9 @@ ita`): each claim becomes the root of a verification tree.
   unsubstantiated (section 3.2's delta).
 - Span: an unsubstantiated node above `checker.ita_max_depth` is decomposed into at most
   `checker.ita_max_children` simpler, self-contained sub-claims (the LLM with
-  `checker.ita_span: llm`, eq. 2-3, falling back to the rule-based clause splitter when its
-  reply holds no list; the splitter alone with `rules`), each retrieved for and verified in
-  turn (top-down).
+  `checker.ita_span: llm`, eq. 2-3, falling back to the rules when its reply holds no list;
+  the rules alone with `rules`: the clause splitter, and for a single clause its details one at
+  a time, ewe/verify/details.py), each retrieved for and verified in turn (top-down).
 - Consolidate (bottom-up, eq. 4): a node its own evidence left unsubstantiated is rejected
   when a sub-claim is rejected, accepted when every sub-claim is accepted, and otherwise
   stays unsubstantiated. The paper asks an LLM to consolidate; here the rule above does,
@@ -67,8 +67,7 @@ class TreeNode:
 
     def to_dict(self) -> dict:
         return {"claim": self.claim, "depth": self.depth, "state": self.state, "reason": self.reason,
-                "references": [{"title": e.title, "text": e.text, "score": round(float(e.score), 4)}
-                               for e in self.references],
+                "references": [{**e.cite(), "text": e.text} for e in self.references],
                 "children": [c.to_dict() for c in self.children]}
 
     def render(self) -> str:
@@ -81,11 +80,12 @@ class TreeChecker:
     """The ITA backend: verifies each claim through a tree of sub-claims (module docstring)."""
 
     def __init__(self, base: Checker, evidence: Optional[EvidenceSource] = None, llm: Optional[LLM] = None,
-                 max_depth: int = 2, max_children: int = 3, k: int = 3):
+                 max_depth: int = 2, max_children: int = 3, k: int = 3, span_accepted: bool = False):
         if max_depth < 0 or max_children < 1 or k < 1:
             raise ValueError(f"max_depth >= 0, max_children >= 1 and k >= 1 needed (got {max_depth}, {max_children}, {k})")
         self.base, self.evidence, self.llm = base, evidence, llm
         self.max_depth, self.max_children, self.k = max_depth, max_children, k
+        self.span_accepted = span_accepted
         self.name = f"ita({getattr(base, 'name', type(base).__name__)})"
 
     # -- spanning ---------------------------------------------------------------------------
@@ -98,11 +98,14 @@ class TreeChecker:
         if self.llm is not None:
             found = parse_sub_claims(self.llm(SPAN_TEMPLATE.format(claim=claim.strip())))
             how = "llm" if found else "rules, the llm wrote no list"
+        own = " ".join(claim.lower().split())
         if not found:
             from .claims import RuleClaimExtractor
+            from .details import detail_sub_claims
 
             found = [c.text for c in RuleClaimExtractor().extract(claim).claims]
-        own = " ".join(claim.lower().split())
+            if all(" ".join(s.lower().split()) == own for s in found):
+                found = detail_sub_claims(claim, self.max_children)  # one clause: its details one at a time
         return [s for s in found if " ".join(s.lower().split()) != own][: self.max_children], how
 
     def _search(self, claim: str, fallback: list[Evidence]) -> list[Evidence]:
@@ -119,13 +122,27 @@ class TreeChecker:
                   verdict.rationale or f"{verdict.label} by {getattr(self.base, 'name', 'the base backend')}")
         node = TreeNode(claim.text, depth, state, reason, verdict.evidence[:1] if state != UNSUBSTANTIATED else [],
                         verdict)
-        if state != UNSUBSTANTIATED or depth >= self.max_depth:
+        spans = state == UNSUBSTANTIATED or (state == ACCEPT and self.span_accepted)
+        if not spans or depth >= self.max_depth:
             return node
         subs, how = self.sub_claims(claim.text)
         for text in subs:
             node.children.append(self._verify(Claim(text, claim.source), self._search(text, evidence), depth + 1))
-        self._consolidate(node, how)
+        if state == ACCEPT:
+            self._veto(node)
+        else:
+            self._consolidate(node, how)
         return node
+
+    @staticmethod
+    def _veto(node: TreeNode) -> None:
+        """An accepted claim whose details were verified too: a rejected detail rejects it (a claim
+        matching its passage on most words can still hold one wrong date), else it stays accepted."""
+        rejected = [c for c in node.children if c.state == REJECT]
+        if rejected:
+            node.state = REJECT
+            node.reason = "sub-claim rejected: " + "; ".join(c.claim for c in rejected)
+            node.references = [e for c in rejected for e in c.references][:3]
 
     @staticmethod
     def _consolidate(node: TreeNode, how: str) -> None:
@@ -144,7 +161,7 @@ class TreeChecker:
             node.references = [e for c in kids for e in c.references][:3]
         else:
             open_ = sum(c.state == UNSUBSTANTIATED for c in kids)
-            node.reason = f"{open_} of {len(kids)} sub-claims unsubstantiated"
+            node.reason = f"{node.reason}; {open_} of {len(kids)} sub-claims unsubstantiated"
 
     def check_claims(self, claims: Sequence[Claim], evidence_per_claim: Sequence[Sequence[Evidence]]) -> list[Verdict]:
         out = []
