@@ -53,7 +53,7 @@ def text_sentences(art: Article) -> list[str]:
               and not re.search(r":[A-Za-z]", s)
               and s.count("(") == s.count(")")]
     named = replace(art, title=re.sub(r" \([^()]*\)$", "", art.title))  # "Hans Krebs", not "Hans Krebs (biochemist)"
-    return [judge_data._resolve(s, named) for s in usable][:MAX_SENTENCES]
+    return [judge_data.resolve_subject(s, named) for s in usable][:MAX_SENTENCES]
 
 
 def build(n: int, seed: int = 0, error_free_share: float = 0.2, summaries: Optional[dict] = None,

@@ -18,7 +18,7 @@ from ..verify.text import NOT_NAMES, STOPWORDS, content_keys, is_negated, number
 
 CATEGORIES = ("date", "number", "people_places", "role_relation", "negation", "cause_effect")
 TRIES = 8  # the judge data's edits draw at random: draws per sentence before a category counts as not applicable
-_MONTH = "|".join(judge_data._MONTHS)
+_MONTH = "|".join(judge_data.MONTHS)
 # a number shortly after these is a bound, an estimate or a time reference: moved one way it still holds
 _QUALIFIED = re.compile(r"\b(?:over|under|above|below|than|least|most|up to|nearly|almost|about|around|approximately|"
                         r"roughly|some|estimated|circa|c\.|before|after|by|until|till|prior to|within|since|as of|"
@@ -217,13 +217,13 @@ def _names_in(s: str) -> list[re.Match]:
     """Names used as nouns, not as modifiers ("Roman goddess", "Western calligraphy"), not months,
     demonyms or pronunciations."""
     out = []
-    for m in judge_data._NAME_RUN.finditer(s):
+    for m in judge_data.NAME_RUN.finditer(s):
         name, following = m.group(0).rstrip("."), re.match(r"\s*([a-z]+)?", s[m.end():]).group(1)
         noun = not following or following in STOPWORDS or following.endswith("ed")
         if (m.start() > 0 and s[m.start() - 1] == " " and len(name) > 2 and noun and name.lower() not in NOT_NAMES
                 and not re.search(r"\d|[A-Z]{2,}-", name)
-                and not any(w in judge_data._MONTHS for w in name.split())
-                and not (" " not in name and judge_data._DEMONYM.search(name))):
+                and not any(w in judge_data.MONTHS for w in name.split())
+                and not (" " not in name and judge_data.DEMONYM.search(name))):
             out.append(m)
     return out
 
@@ -243,7 +243,7 @@ def _exact(s: str, n) -> bool:
     they still hold), not a unit conversion in brackets, not part of a name ("Apollo 11", "COVID-19")."""
     before = s[:n.start]
     prev = before.split()[-1] if before.split() else ""
-    named = re.fullmatch(r"[A-Z][\w'’.]*", prev) and prev not in judge_data._MONTHS and prev.lower() not in NOT_NAMES
+    named = re.fullmatch(r"[A-Z][\w'’.]*", prev) and prev not in judge_data.MONTHS and prev.lower() not in NOT_NAMES
     return not (_QUALIFIED.search(before) or re.search(r"\d[^()]*\($", before) or named)
 
 

@@ -64,12 +64,12 @@ ADDED_QUALIFIERS = ("famous", "first", "youngest", "only", "last", "most success
                     "self-taught", "award-winning")
 AUX_NOT = re.compile(r"\b(is|was|are|were|has|had|have|can|could|will|would|does|did)\b(?! not\b)")
 _NOT = re.compile(r"\b(is|was|are|were|has|had|have|can|could|will|would|does|did) not\b")
-_NAME_RUN = re.compile(r"(?<![\w'])(?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|da|von|van|the|and)?\s*[A-Z][\w'’.-]*)*")
+NAME_RUN = re.compile(r"(?<![\w'])(?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|da|von|van|the|and)?\s*[A-Z][\w'’.-]*)*")
 _LIFE = re.compile(r"\((?:[^()]*?\b)?(\d{3,4})\s*[–-]\s*(\d{3,4})\)")
-_DEMONYM = re.compile(r"(?:ish|an|ese|ian|ch|i|ek)$")  # "Polish", "German", "French": kept capitalized
-_MONTHS = ("January February March April May June July August September October November December").split()
-_DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2}) (" + "|".join(_MONTHS) + r") (\d{3,4})\b")
-_MONTH_DAY_YEAR = re.compile(r"\b(" + "|".join(_MONTHS) + r") (\d{1,2}), (\d{3,4})\b")
+DEMONYM = re.compile(r"(?:ish|an|ese|ian|ch|i|ek)$")  # "Polish", "German", "French": kept capitalized
+MONTHS = ("January February March April May June July August September October November December").split()
+_DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{3,4})\b")
+_MONTH_DAY_YEAR = re.compile(r"\b(" + "|".join(MONTHS) + r") (\d{1,2}), (\d{3,4})\b")
 
 
 def is_held_out(title: str) -> bool:
@@ -127,7 +127,7 @@ def load_articles(summaries: dict, min_chars: int = 200) -> list[Article]:
         art = Article(e["title"], (e.get("description") or "").strip(), e.get("topic") or "", split_sentences(text))
         person = f"Tell me a bio of {art.title}." if art.topic == "People" else None
         for i, s in enumerate(art.sentences):
-            for c in extractor.extract(_resolve(s, art), context=" ".join(art.sentences[:i]), prompt=person).claims:
+            for c in extractor.extract(resolve_subject(s, art), context=" ".join(art.sentences[:i]), prompt=person).claims:
                 if is_proposition(c.text):
                     art.claims.append((i, c.text))
         out.append(art)
@@ -140,7 +140,7 @@ def is_proposition(text: str) -> bool:
     return 4 <= len(words) <= 40 and not text.endswith("?") and find_subject(text) is not None
 
 
-def _resolve(sentence: str, art: Article) -> str:
+def resolve_subject(sentence: str, art: Article) -> str:
     """A leading He/She/It/They/This refers to the article's subject."""
     m = re.match(r"(He|She|It|They)\b", sentence)
     if m:
@@ -246,7 +246,7 @@ class Builder:
         return claim[:n.start] + new + claim[n.end:], "number", n.start
 
     def _name(self, art, claim, passage):
-        spans = [m for m in _NAME_RUN.finditer(claim) if m.start() > 0 and m.group(0) not in art.subject
+        spans = [m for m in NAME_RUN.finditer(claim) if m.start() > 0 and m.group(0) not in art.subject
                  and m.group(0) not in ("I",)]
         if not spans:
             return None
@@ -539,7 +539,7 @@ def read(path: Path) -> list[dict]:
 
 
 def _names(sentence: str) -> list[str]:
-    return [m.group(0) for m in _NAME_RUN.finditer(sentence) if m.start() > 0 and len(m.group(0)) > 2]
+    return [m.group(0) for m in NAME_RUN.finditer(sentence) if m.start() > 0 and len(m.group(0)) > 2]
 
 
 def _trim(claim: str) -> Optional[str]:
@@ -556,7 +556,7 @@ def _trim(claim: str) -> Optional[str]:
 
 def _lower_first(phrase: str) -> str:
     """"Motion pictures ..." -> "motion pictures ...", but "Polish physicist" stays."""
-    return phrase[:1].lower() + phrase[1:] if phrase[1:2].islower() and not _DEMONYM.search(phrase.split(" ", 1)[0]) else phrase
+    return phrase[:1].lower() + phrase[1:] if phrase[1:2].islower() and not DEMONYM.search(phrase.split(" ", 1)[0]) else phrase
 
 
 def _article(phrase: str) -> str:
