@@ -131,6 +131,10 @@ class CheckerConfig(Settings):
         "recorded operating point (`ewe judge operating-point`), 0.5 where it records none")
     ita_max_depth: int = Field(2, ge=0, le=5, description="ita: levels of sub-claims below a claim at most")
     ita_max_children: int = Field(3, ge=1, le=10, description="ita: sub-claims per node at most")
+    veto: Literal["none", "contradiction"] = Field(
+        "none", description="contradiction: a verdict is overruled to unsupported when the evidence sentence the claim "
+        "aligns with states another number of the same kind, or the opposite by negation (the alignment checker's "
+        "rules; ewe/verify/veto.py), for the judge flat and at each node of ita")
     ita_span_accepted: bool = Field(
         False, description="ita: also split a claim its own evidence accepts, and reject it when a sub-claim is "
         "rejected (the paper spans only unsubstantiated nodes; a small judge accepts a claim that matches its "

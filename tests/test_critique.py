@@ -163,3 +163,30 @@ def test_the_cli_critiques_resumes_and_names_bad_input(tmp_path, capsys):
     with pytest.raises(SystemExit, match=r"bad.jsonl:1: needs a non-empty string field \"text\"") as e:
         main(["critique", "--input", str(bad), "--output", str(tmp_path / "o.jsonl")])
     assert "bad.jsonl:2: \"evidence\" must be a non-empty list" in str(e.value)
+
+
+def test_a_hard_contradiction_overrules_the_judge_and_nothing_else_does():
+    """checker.veto contradiction (ewe/verify/veto.py): another year of the same kind, or the opposite
+    by negation, in the sentence the claim aligns with turns any verdict into unsupported; a
+    missing name or an unrelated passage does not."""
+    from ewe.verify.alignment import AlignmentChecker
+    from ewe.verify.types import Claim, Evidence
+    from ewe.verify.veto import ContradictionVeto
+
+    class Accepts:
+        name = "yes"
+
+        def check_claims(self, claims, evidence):
+            return [Verdict(c, SUPPORTED, 0.9, list(ev), "yes", rationale="looks right") for c, ev in zip(claims, evidence)]
+
+    veto = ContradictionVeto(Accepts(), AlignmentChecker())
+    ev = [Evidence("Hans Krebs was awarded the Nobel Prize in Physiology or Medicine in 1953.", "Hans Krebs")]
+    claims = ["Hans Krebs was awarded the Nobel Prize in Physiology or Medicine in 1903.",
+              "Hans Krebs was awarded the Nobel Prize in Physiology or Medicine in 1953.",
+              "Hans Krebs was not awarded the Nobel Prize in Physiology or Medicine in 1953.",
+              "Hans Krebs was awarded the Nobel Prize in Physiology or Medicine with Fritz Lipmann in 1953.",
+              "The Eiffel Tower is in Paris."]
+    got = veto.check_claims([Claim(c, c) for c in claims], [ev] * len(claims))
+    assert [v.label for v in got] == [UNSUPPORTED, SUPPORTED, UNSUPPORTED, SUPPORTED, SUPPORTED]
+    assert got[0].rationale.startswith("contradicted: evidence has 1953 where the claim has 1903")
+    assert got[0].backend == veto.name == "yes+veto" and got[0].score <= 0.49 and "looks right" in got[0].rationale

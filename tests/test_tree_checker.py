@@ -200,3 +200,18 @@ def test_configuration_builds_the_tree_backend():
         EWEConfig.build({"checker": {"backend": "ita", "ita_base": "nli"}})
     with pytest.raises(ConfigError, match="http_base_url"):
         EWEConfig.build({"checker": {"backend": "ita", "llm": "http"}})  # sub-claims written over http
+
+
+def test_the_contradiction_veto_wraps_the_judge_flat_and_at_each_node():
+    from ewe.verify.alignment import AlignmentChecker
+    from ewe.verify.veto import ContradictionVeto
+
+    def built(**checker):
+        return build_fact_checker(EWEConfig.build({"checker": checker}).checker, StaticEvidenceSource(["x"])).checker
+
+    tree = built(backend="ita", ita_span="rules", veto="contradiction")
+    assert isinstance(tree, TreeChecker) and isinstance(tree.base, ContradictionVeto)
+    assert tree.name == "ita(judge:minilm-cross+veto)"
+    assert isinstance(built(backend="judge", veto="contradiction"), ContradictionVeto)
+    assert isinstance(built(backend="alignment", veto="contradiction"), AlignmentChecker)  # its own rules already
+    assert not isinstance(built(backend="judge"), ContradictionVeto)

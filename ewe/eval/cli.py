@@ -260,7 +260,7 @@ def add_eval_commands(sub) -> None:
     kr.add_argument("--bench", required=True, help="the benchmark JSONL (ewe eval critics build)")
     kr.add_argument("--out", required=True, help="folder: one critiques JSONL per critic (appended; a rerun "
                     "resumes), critics.md, critics_by_category.png, critics.json")
-    kr.add_argument("--critics", default="ita,judge,alignment", help="comma-separated: ita, judge, alignment")
+    kr.add_argument("--critics", default="ita,judge,alignment", help="comma-separated: ita, ita-veto, ita-details, judge, judge-veto, alignment")
     kr.add_argument("--evidence", default="given,retrieved", help="comma-separated: given (the text's source "
                     "article), retrieved (the datastore)")
     kr.add_argument("--config", default="configs/ita.yaml", help="the checker's other settings (judge, evidence_k, "

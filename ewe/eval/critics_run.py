@@ -3,7 +3,8 @@
 Each critic is a checker configuration run by ewe's Critic (ewe/critique/) over every text, once
 with the text's source article given as its evidence and once with evidence retrieved from the
 datastore: ITA (trees, the trained judge at each node), the flat judge (each claim judged once)
-and the alignment heuristic. Critiques are appended per critic (resumable), then scored
+and the alignment heuristic; the judge with hard contradictions overruling it (`-veto`, flat and at
+ITA's nodes) and ITA splitting accepted claims too (`ita-details`). Critiques are appended per critic (resumable), then scored
 (critics.score) with their cost per text beside: seconds, claims judged, LLM calls, searches.
 """
 from __future__ import annotations
@@ -21,6 +22,8 @@ CRITICS = {
     "ita": {"backend": "ita", "ita_base": "judge", "ita_span": "rules"},
     "ita-details": {"backend": "ita", "ita_base": "judge", "ita_span": "rules", "ita_span_accepted": True},
     "judge": {"backend": "judge"},
+    "ita-veto": {"backend": "ita", "ita_base": "judge", "ita_span": "rules", "veto": "contradiction"},
+    "judge-veto": {"backend": "judge", "veto": "contradiction"},
     "alignment": {"backend": "alignment"},
 }
 EVIDENCE = ("given", "retrieved")

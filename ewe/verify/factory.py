@@ -30,6 +30,14 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
         return generator_llm
 
     def judge(name: str):
+        backend = backend_named(name)
+        if cfg.veto == "contradiction" and name != "alignment":
+            from .veto import ContradictionVeto
+
+            return ContradictionVeto(backend, AlignmentChecker(encoder=Encoder(device=device)))
+        return backend
+
+    def backend_named(name: str):
         if name == "judge":
             from ..judge.checker import JudgeChecker
 
