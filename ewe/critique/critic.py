@@ -162,9 +162,8 @@ class Critic:
         verbatim = c.start is not None and c.end is not None and 0 <= c.start < c.end <= b - a
         start, end = (a + c.start, a + c.end) if verbatim else (a, b)
         verdict = UNSUBSTANTIATED if v.error else VERDICT_OF_LABEL[v.label]
-        reason = v.error or v.rationale or f"{v.label} by {v.backend}"
         tree = (v.details or {}).get("tree")
-        # a tree's rationale repeats the tree; the reason is its first part
-        return CritiquedClaim(c.text, sentence_index, start, end, verdict, round(float(v.score), 4),
-                              one_line(reason.split(" | tree: ")[0]),
+        # a tree's rationale ends with the whole tree rendered; its root's own reason says why
+        reason = v.error or (tree["reason"] if tree else v.rationale) or f"{v.label} by {v.backend}"
+        return CritiquedClaim(c.text, sentence_index, start, end, verdict, round(float(v.score), 4), one_line(reason),
                               [reference(e) for e in v.evidence[:3]], tree, v.error)

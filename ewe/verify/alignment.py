@@ -212,9 +212,14 @@ class AlignmentChecker:
     def check_claims(self, claims: Sequence[Claim], evidence_per_claim: Sequence[Sequence[Evidence]]) -> list[Verdict]:
         if len(claims) != len(evidence_per_claim):
             raise ValueError("one evidence list per claim is required")
-        texts = [c.text for c in claims] + [s for ev in evidence_per_claim for e in ev for s in split_sentences(e.text)]
-        self.encoder.encode(texts)  # one batch for the whole call; spans() then hits the cache
+        self.encode_all(claims, evidence_per_claim)
         return [self.decide(c, ev, self.spans(c, ev)) for c, ev in zip(claims, evidence_per_claim)]
+
+
+    def encode_all(self, claims: Sequence[Claim], evidence_per_claim: Sequence[Sequence[Evidence]]) -> None:
+        """Every claim and evidence sentence of a call embedded in one batch; spans() then hits the cache."""
+        texts = [c.text for c in claims] + [s for ev in evidence_per_claim for e in ev for s in split_sentences(e.text)]
+        self.encoder.encode(texts)
 
 
 def _problems(span: Span) -> list[str]:

@@ -98,22 +98,22 @@ LEADING_NON_SUBJECT = {
     "throughout", "among", "across", "within", "under", "over", "through", "between", "around", "upon",
     "eventually", "initially", "finally", "subsequently", "meanwhile", "afterwards", "soon", "once",
 }
-_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|while|whereas)\s+")
 _RELATIVE = re.compile(r"\b(?:which|who|whom|whose|where|that)\b")
 _REL = re.compile(r",\s+(who|which)\s+([^,;]+?)(?=,|;|$)")
 
 
-def _is_verb(word: str) -> bool:
+def is_verb(word: str) -> bool:
     w = word.lower()
     if word[:1].isupper():
         return False
     return w in VERBS or w in PARTICIPLES or (len(w) >= 4 and w.endswith("ed") and not w.endswith("eed"))
 
 
-def _first_verb(text: str) -> Optional[re.Match]:
-    for i, m in enumerate(_WORD.finditer(text)):
-        if i > 0 and _is_verb(m.group(0)):
+def first_verb(text: str) -> Optional[re.Match]:
+    for i, m in enumerate(WORD.finditer(text)):
+        if i > 0 and is_verb(m.group(0)):
             return m
     return None
 
@@ -122,7 +122,7 @@ def find_subject(clause: str) -> Optional[tuple[int, int]]:
     """Char span of the clause's subject: the first comma-separated segment before the
     main verb that does not open with a preposition, subordinator or article-led
     appositive ("In 1903, Curie won" -> "Curie"; "Curie, a physicist, won" -> "Curie")."""
-    verb = _first_verb(clause)
+    verb = first_verb(clause)
     if verb is None:
         return None
     head = clause[: verb.start()]
@@ -131,7 +131,7 @@ def find_subject(clause: str) -> Optional[tuple[int, int]]:
         start = pos + (len(seg) - len(seg.lstrip()))
         end = pos + len(seg.rstrip())
         pos += len(seg) + 1
-        first = _WORD.match(clause, start) if start < end else None
+        first = WORD.match(clause, start) if start < end else None
         lead = first.group(0).lower() if first else ""
         if first is None or lead in LEADING_NON_SUBJECT and (start > 0 or lead not in ("a", "an")):
             continue
@@ -161,8 +161,8 @@ def dated_subject(clause: str) -> Optional[tuple[int, int]]:
     if pronoun:
         return pronoun.span()
     name = _NAME_RUN.match(clause, date.end())
-    after = _WORD.match(clause, name.end() + 1) if name and clause[name.end():name.end() + 1] == " " else None
-    return name.span() if after and _is_verb(after.group(0)) else None
+    after = WORD.match(clause, name.end() + 1) if name and clause[name.end():name.end() + 1] == " " else None
+    return name.span() if after and is_verb(after.group(0)) else None
 
 
 def _participial(text: str, word: re.Match) -> bool:
@@ -175,14 +175,14 @@ def _participial(text: str, word: re.Match) -> bool:
 
 
 def _starts_with_verb(text: str) -> bool:
-    m = _WORD.match(text)
-    return bool(m) and _is_verb(m.group(0))
+    m = WORD.match(text)
+    return bool(m) and is_verb(m.group(0))
 
 
 def _pronoun_clause(text: str) -> Optional[str]:
     """The pronoun if `text` opens "he/she/it/they + verb"."""
-    ws = _WORD.findall(text)
-    if len(ws) >= 2 and ws[0].lower() in PRONOUNS and _is_verb(ws[1]):
+    ws = WORD.findall(text)
+    if len(ws) >= 2 and ws[0].lower() in PRONOUNS and is_verb(ws[1]):
         return ws[0]
     return None
 
@@ -197,7 +197,7 @@ def _finish(text: str) -> str:
 
 def _name_before(text: str, end: int) -> Optional[str]:
     """The run of capitalized words (a name) ending right at `end`."""
-    ws = list(_WORD.finditer(text[:end]))
+    ws = list(WORD.finditer(text[:end]))
     run: list[re.Match] = []
     for m in reversed(ws):
         if m.end() != end and text[m.end():end].strip() not in ("", "of", "de", "the"):
@@ -429,10 +429,10 @@ class RuleClaimExtractor:
         if len(pieces) == 1:
             return pieces
         first = pieces[0]
-        verb = _first_verb(first)
+        verb = first_verb(first)
         aux = None
         if verb is not None and verb.group(0).lower() in BE:
-            nxt = _WORD.match(first, verb.end() + 1)
+            nxt = WORD.match(first, verb.end() + 1)
             if nxt and nxt.group(0).lower() in PARTICIPLES | {"not"}:
                 aux = verb.group(0)
         out = [first]
@@ -442,7 +442,7 @@ class RuleClaimExtractor:
             if pron:
                 p = subject + p[len(pron):]
             elif _starts_with_verb(p):
-                w = _WORD.match(p).group(0).lower()
+                w = WORD.match(p).group(0).lower()
                 carry = f"{subject} {aux}" if aux and w in PARTICIPLES else subject
                 p = f"{carry} {p}"
             out.append(p)
@@ -457,12 +457,12 @@ def _coordinated_adjective(left: str, right: str) -> bool:
     """"... a brilliant" + "talented scientist": the right side opens with an -ed word that is
     no known verb (an adjective such as talented, renowned) and the left ends inside a noun
     phrase (an article and one word)."""
-    m = _WORD.match(right)
+    m = WORD.match(right)
     if not m:
         return False
     w = m.group(0).lower()
     known = w in VERBS or w in PARTICIPLES
-    nxt = _WORD.match(right, m.end() + 1)
+    nxt = WORD.match(right, m.end() + 1)
     if nxt is None or nxt.group(0).lower() in _VERB_FOLLOWERS:
         return False  # "and painted it", "and moved to Paris": a verb with its object
     return (not known and w.endswith("ed")
@@ -473,7 +473,7 @@ def _claim_like(sentence: str) -> bool:
     """Questions, fragments of fewer than three words and text not in English state nothing
     this checker can check."""
     s = sentence.strip()
-    return not s.endswith("?") and len(_WORD.findall(s)) >= 3 and is_english(s)
+    return not s.endswith("?") and len(WORD.findall(s)) >= 3 and is_english(s)
 
 
 _HEDGE = re.compile(

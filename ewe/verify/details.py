@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .claims import _WORD, _first_verb, _is_verb
+from .claims import WORD, first_verb, is_verb
 
 # prepositions that open a detail of the predicate; "of" binds to the noun before it and never does
 PREPOSITIONS = ("in", "on", "at", "from", "to", "with", "by", "for", "during", "after", "before", "since", "until",
@@ -29,8 +29,8 @@ def _name_continues(text: str, at: int) -> bool:
 
 def _verb_group_end(text: str, end: int) -> int:
     """Where the verb group that ends at `end` ends: "was born", "has been elected"."""
-    for m in _WORD.finditer(text, end):
-        if text[end:m.start()].strip() or not _is_verb(m.group(0)):
+    for m in WORD.finditer(text, end):
+        if text[end:m.start()].strip() or not is_verb(m.group(0)):
             break
         end = m.end()
     return end
@@ -42,7 +42,7 @@ def detail_sub_claims(claim: str, most: int = 4) -> list[str]:
     with it ("Curie won the Nobel Prize in 1903" -> "Curie won the Nobel Prize.", "Curie won in
     1903."). [] when the claim has no detail to set apart."""
     body = claim.strip().rstrip(".!?").strip()
-    verb = _first_verb(body)
+    verb = first_verb(body)
     if verb is None:
         return []
     cuts = [m.start() for m in _PREP.finditer(body, verb.end()) if not _name_continues(body, m.start())]

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Sequence
 
 from .alignment import AlignmentChecker
-from .text import split_sentences
 from .types import UNSUPPORTED, Claim, Evidence, Verdict
 
 
@@ -40,8 +39,7 @@ class ContradictionVeto:
 
     def check_claims(self, claims: Sequence[Claim], evidence_per_claim: Sequence[Sequence[Evidence]]) -> list[Verdict]:
         verdicts = list(self.base.check_claims(claims, evidence_per_claim))
-        texts = [c.text for c in claims] + [s for ev in evidence_per_claim for e in ev for s in split_sentences(e.text)]
-        self.aligner.encoder.encode(texts)  # one batch; spans() then reads the cache
+        self.aligner.encode_all(claims, evidence_per_claim)
         out = []
         for v, claim, evidence in zip(verdicts, claims, evidence_per_claim):
             why = None if v.label == UNSUPPORTED or v.error else self.contradiction(claim, evidence)
