@@ -79,8 +79,10 @@ setup(
         "pysbd>=0.3.4",
         "matplotlib>=3.8",
         "jinja2>=3.1",
+        "fastapi>=0.110",  # `ewe serve` (ewe/serving/)
+        "uvicorn>=0.29",
     ],
-    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6"],
+    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6", "openai>=1.30", "httpx>=0.27"],
                     "ray": ["ray==2.60.0"]},  # `ewe run --ray`, `ewe eval run --ray`: ewe/ray_pool.py
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
     package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors",

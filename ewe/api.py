@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Sequence
+from typing import Iterator, Sequence
 
-from .config import ConfigError, EWEConfig
+from .config import ConfigError, DecodingConfig, EWEConfig
 from .errors import InputError, InputTypeError
 from .memory import WorkingMemory
 from .methods.registry import method_class
@@ -220,15 +220,62 @@ class EWE:
             ValueError / TypeError / ConfigError naming the argument, before any model work.
         """
         single, prompts, rows = self._check_prompts(prompt, passages)
-        for name, value in (("max_new_tokens", max_new_tokens), ("temperature", temperature), ("top_p", top_p),
-                            ("seed", seed)):
+        dec = self._decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        results = method_class(self.config.method)(self.runtime).run_batch(prompts, dec, rows)
+        return results[0] if single else results
+
+    def stream(
+        self,
+        prompt: str,
+        passages: Sequence[str] | None = None,
+        *,
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Iterator:
+        """Answer one `prompt` as `generate` does, yielding events while it is written:
+        `TextDelta` (text appended), `Retraction` (the text from character `at` on is withdrawn
+        because the controller removed it: its reason and the evidence it put into memory),
+        and last `Finished` (the GenerationResult). Applying the events in order
+        (`ewe.serving.apply_events`) gives the final text. The answer is decoded in a worker
+        thread; stopping early (closing the iterator) cancels it at its next step.
+
+            for event in ewe.stream("Tell me a bio of Marie Curie."):
+                if event.type == "text": print(event.text, end="")
+                elif event.type == "retraction": print(f"\n[withdrawn: {event.reason}]")
+
+        Raises ValueError / TypeError naming the argument before any model work (as generate)."""
+        from .serving.stream import stream_in_thread
+
+        prompt, passages, dec = self.check_request(prompt, passages, max_new_tokens=max_new_tokens,
+                                                   temperature=temperature, top_p=top_p, seed=seed)
+        return stream_in_thread(self.runtime, prompt, dec, passages)
+
+    def check_request(self, prompt: str, passages: Sequence[str] | None = None, *, system_prompt: str | None = None,
+                      **decoding) -> tuple[str, list[str] | None, DecodingConfig]:
+        """One prompt's request checked as `generate` checks it, before any model work: the prompt,
+        its passages (None: retrieve) and the decoding settings with `decoding`'s overrides
+        (max_new_tokens, temperature, top_p, seed; None keeps the configured value) and
+        `system_prompt`. A ValueError / TypeError names what is wrong."""
+        if not isinstance(prompt, str):
+            raise InputTypeError(f"prompt must be a string (one request answers one prompt), got "
+                                 f"{type(prompt).__name__}")
+        if system_prompt is not None:
+            if not isinstance(system_prompt, str):
+                raise InputTypeError(f"system_prompt must be a string, got {type(system_prompt).__name__}")
+            _refuse_non_text(system_prompt, "system_prompt")
+        _, [prompt], rows = self._check_prompts(prompt, passages)
+        return prompt, None if rows is None else rows[0], self._decoding(system_prompt=system_prompt, **decoding)
+
+    def _decoding(self, system_prompt: str | None = None, **given) -> DecodingConfig:
+        """The decoding settings with the given overrides (None keeps the configured one), checked."""
+        for name, value in given.items():
             # a bool is an int to Python and a digit string passes the configuration's lax parsing:
             # max_new_tokens=True would quietly decode one token
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                 raise InputTypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-        dec = self.runtime.decoding(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-        results = method_class(self.config.method)(self.runtime).run_batch(prompts, dec, rows)
-        return results[0] if single else results
+        return self.runtime.decoding(system_prompt=system_prompt, **given)
 
 
 def _refuse_non_text(text: str, name: str) -> None:

@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_bench_commands
 
     add_bench_commands(sub, _add_model_options, _load_ewe)
+    from .serving.cli import add_serve_command
+
+    add_serve_command(sub, _add_model_options)
     from .judge.cli import add_judge_commands
 
     add_judge_commands(sub)

@@ -12,6 +12,7 @@ import torch
 from . import tokens
 from .config import ConfigError, DecodingConfig, EWEConfig
 from .engine import DecodingSession, Sampler, TokenLoop
+from .engine.watch import answer_watchers
 from .errors import InputError
 from .memory import MemoryState, UnitEncoder, WorkingMemory
 from .result import GenerationResult
@@ -262,16 +263,19 @@ class Runtime:
         return llm
 
     def generate_plain(self, prompts: list[str], rows: list[list[str]] | None, dec: DecodingConfig,
-                       hooks_for=None) -> list[GenerationResult]:
+                       hooks_for=None, answer: bool = False) -> list[GenerationResult]:
         """Memory-augmented decoding of a batch, no pauses: `rows` are each prompt's passages
         (None retrieves them). hooks_for(rows): the token loop's hooks, made once the passages
-        are known (a guided-decoding method judges the answer against them)."""
+        are known (a guided-decoding method judges the answer against them). answer: this is
+        the method's answer (not a stage of it): a streaming request watches it (engine/watch.py)."""
         t0 = time.perf_counter()
         retrieved = [[] for _ in prompts]
         if rows is None:
             retrieved = self.retrieve(prompts)
             rows = [[h.text for h in hits] for hits in retrieved]
-        hooks = hooks_for(rows) if hooks_for is not None else None
+        hooks = hooks_for(rows) if hooks_for is not None else []
+        if answer:
+            hooks = hooks + answer_watchers()
         text_rows = [[] for _ in prompts]
         if self.config.retrieval.in_prompt:
             text_rows, rows = rows, [[] for _ in prompts]

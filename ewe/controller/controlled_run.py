@@ -20,6 +20,7 @@ import warnings
 import torch
 
 from ..engine import BanFirstTokens, Branch, Hook, Rewind, Sampler, TokenLoop
+from ..engine.watch import answer_watchers
 from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.claims import prompt_person
@@ -452,7 +453,7 @@ class ControlledRun(Hook):
                                          seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
         loop = TokenLoop(self.session, Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids,
-                         dec.max_new_tokens, records=[self.tracker], hooks=[self, self.banned],
+                         dec.max_new_tokens, records=[self.tracker], hooks=[self, self.banned, *answer_watchers(self.trace)],
                          budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
         return self._result(loop, t_start)

@@ -107,7 +107,7 @@ class EWEMethod(Method):
     def run_batch(self, prompts: list[str], dec, rows: list[list[str]] | None) -> list:
         rt = self.runtime
         if not rt.config.pauses:
-            return rt.generate_plain(prompts, rows, dec)
+            return rt.generate_plain(prompts, rows, dec, answer=True)
         from .controlled_run import ControlledRun
 
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None

@@ -105,7 +105,7 @@ class PrefixNLI(Method):
             guides.append(PrefixGuide(self.judge, premises, self.settings(), self.runtime.stop_ids))
             return guides
 
-        results = self.runtime.generate_plain(prompts, rows, dec, hooks_for=hooks_for)
+        results = self.runtime.generate_plain(prompts, rows, dec, hooks_for=hooks_for, answer=True)
         guide = guides[0]
         tok = self.runtime.tokenizer
         for row, res in enumerate(results):

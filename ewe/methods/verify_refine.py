@@ -283,12 +283,14 @@ class VerifyRefine(CheckedMethod):
         import torch
 
         from ..engine import Sampler, TokenLoop
+        from ..engine.watch import answer_watchers
 
         rt = self.runtime
         [ids] = rt.prepare([gen_prompt], dec.system_prompt, dec.max_new_tokens)
         live = _LiveAnswer(self, run, gen_prompt)
         loop = TokenLoop(rt.session(), Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids, dec.max_new_tokens,
-                         records=[live.tracker], hooks=[live], budget=BUDGET_FACTOR * dec.max_new_tokens)
+                         records=[live.tracker], hooks=[live, *answer_watchers(run.trace)],
+                         budget=BUDGET_FACTOR * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
         run.seconds["generate"] += loop.model_s
         t = live.tracker
