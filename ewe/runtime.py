@@ -293,7 +293,7 @@ class Runtime:
                  if any(rows) else None)
         t1 = time.perf_counter()
 
-        input_ids, valid = self._left_pad(ids)
+        input_ids, valid = self.left_pad(ids)
         session = self.session(state, offset)
         loop = TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.stop_ids, dec.max_new_tokens,
                          hooks=hooks)
@@ -326,7 +326,7 @@ class Runtime:
             )
         return results
 
-    def _left_pad(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def left_pad(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(r) for r in ids)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         input_ids = torch.full((len(ids), width), pad, dtype=torch.long)

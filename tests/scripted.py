@@ -78,6 +78,45 @@ def _follow_row_selection(cache, states: dict, key: int) -> None:
     cache.batch_select_indices, cache._scripted_key = select_and_follow, key
 
 
+def _follow_rows_taken_out() -> None:
+    """A batch row taken out to rewind on its own (DecodingSession.take_row) keeps following its
+    script from its own tokens, and so does the row written back (put_row)."""
+    from ewe.engine.session import DecodingSession
+
+    take, put = DecodingSession.take_row, DecodingSession.put_row
+
+    def states_of(session):
+        return session.model.__dict__.get("_states") if isinstance(session.model, ScriptedLM) else None
+
+    def take_row(self, row):
+        out = take(self, row)
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            seq, end = states[id(self.cache)][row]
+            states[id(out.cache)] = [(dict(seq), end)]
+        return out
+
+    def put_row(self, row, part):
+        put(self, row, part)
+        states = states_of(self)
+        if states is not None and id(part.cache) in states and id(self.cache) in states:
+            seq, end = states[id(part.cache)][0]
+            states[id(self.cache)][row] = (dict(seq), end)
+
+    branch = DecodingSession.branch
+
+    def branch_from(self, *args, **kwargs):  # a branch copies the cache it is taken from: follow that one
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            self.model._last = states[id(self.cache)]
+        return branch(self, *args, **kwargs)
+
+    DecodingSession.take_row, DecodingSession.put_row, DecodingSession.branch = take_row, put_row, branch_from
+
+
+_follow_rows_taken_out()
+
+
 def _logits(choice, vocab: int) -> torch.Tensor:
     """(token, p) or {token: p}: those probabilities, the rest spread evenly over the vocabulary."""
     probs = dict([choice]) if isinstance(choice, tuple) else dict(choice)

@@ -310,3 +310,33 @@ def test_run_writes_the_timed_answers_and_resumes(tmp_path, monkeypatch, capsys)
     generated.clear()
     assert cli.main(argv + ["--limit", "3"]) == 2
     assert "made with another configuration" in capsys.readouterr().err and not generated
+
+
+# -- batch ------------------------------------------------------------------------------------------
+
+
+def test_batch_compares_rows_of_one_batch_with_one_by_one(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "ewe.yaml"
+    config.write_text(yaml.safe_dump({
+        "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+        "retrieval": {"source": None},
+        "controller": {"verify_trigger": "interval", "verify_interval": 4},
+    }))
+    model = scripted_model(text_script(corrected_by_feedback(needs=2)))
+    checker = ScriptedChecker(false={B_WRONG})
+
+    def load(args):
+        cfg = EWEConfig.from_yaml(args.config, **cli.config_overrides(args))
+        return EWE(model, tiny_tokenizer(), cfg, fact_checker=checker)
+
+    monkeypatch.setattr(cli, "_load_ewe", load)
+    out_json = tmp_path / "b.json"
+    assert cli.main(["bench", "batch", "--config", str(config), "--prompts", "3", "--max-new-tokens", "40",
+                     "--out", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    table = rows(out, "one batched")
+    assert set(table) == {"one", "batched"}
+    assert "rows that wrote what they write alone: 3/3" in out
+    r = json.loads(out_json.read_text())
+    assert r["tokens"]["one by one"] == r["tokens"]["batched"] > 0 and positive(r["throughput_ratio"])
+    assert r["same_rows"] == 3

@@ -15,6 +15,7 @@ work by design on the same prompts, and it says so.
     judge.py      one check by the trained judge, in decode steps of the generator
     prefixnli.py  PrefixNLI's guided decoding per token, cached judge and not, against plain decoding
     run.py        wall time per prompt and its breakdown: EWE vs RA, or several configurations
+    batch.py      B prompts as the rows of one batch (EWE's controller: controller.batch_rows) vs one by one
 """
 from __future__ import annotations
 
@@ -83,3 +84,10 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_run_arguments(rb)
     add_model_options(rb, several_configs=True)
     rb.set_defaults(func=lambda args: run_run_bench(args, load_ewe), **{"decoding.max_new_tokens": 128})
+
+    from .batch import add_bench_arguments as add_batch_arguments, run_batch_bench
+
+    bb = which.add_parser("batch", help="B prompts as the rows of one batch vs one by one: throughput, same process")
+    add_batch_arguments(bb)
+    add_model_options(bb, several_configs=True)
+    bb.set_defaults(func=lambda args: run_batch_bench(args, load_ewe), **{"decoding.max_new_tokens": 128})

@@ -423,7 +423,23 @@ class ControlledRun(Hook):
         return self._pauses(final=True)
 
     def run(self) -> GenerationResult:
-        rt, dec, t_start = self.runtime, self.dec, time.perf_counter()
+        t_start = time.perf_counter()
+        ids = self.prepare()
+        self.session = self.runtime.session(self.memory.state() if len(self.memory) else None, self.offset)
+        loop = self.loop(self.session, [self, self.banned, *answer_watchers(self.trace)])
+        loop.run(torch.tensor([ids]))
+        return self.result(loop, t_start)
+
+    def loop(self, session, hooks) -> TokenLoop:
+        dec = self.dec
+        return TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.runtime.stop_ids,
+                         dec.max_new_tokens, records=[self.tracker], hooks=hooks,
+                         budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
+
+    def prepare(self) -> list[int]:
+        """Everything before decoding: the prompt's passages (retrieved, or given) in the prompt or in
+        memory, the samplers; the prompt's token ids (`offset`: the memory's positions)."""
+        rt, dec = self.runtime, self.dec
         self.session = None
         text_passages = []
         if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
@@ -439,10 +455,9 @@ class ControlledRun(Hook):
         elif self.initial_passages:
             self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
-        offset = rt.config.memory.unit_tokens if self.memory.capacity else 0
-        [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], offset)
+        self.offset = rt.config.memory.unit_tokens if self.memory.capacity else 0
+        [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], self.offset)
         self.prompt_len = len(ids)
-        self.session = rt.session(self.memory.state() if len(self.memory) else None, offset)
         self.retry_sampler = None
         self.candidate_rewrites = self.cfg.rewrite_candidates > 1 or self.cfg.feedback_placement == "prompt"
         self.candidate_sampler = Sampler(self.cfg.candidate_temperature, self.cfg.retry_top_p,
@@ -452,14 +467,11 @@ class ControlledRun(Hook):
             self.retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p,
                                          seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
-        loop = TokenLoop(self.session, Sampler(dec.temperature, dec.top_p, dec.seed), rt.stop_ids,
-                         dec.max_new_tokens, records=[self.tracker], hooks=[self, self.banned, *answer_watchers(self.trace)],
-                         budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
-        loop.run(torch.tensor([ids]))
-        return self._result(loop, t_start)
+        return ids
 
-    def _result(self, loop: TokenLoop, t_start: float) -> GenerationResult:
-        t, finish = self.tracker, loop.reasons[0]
+    def result(self, loop: TokenLoop, t_start: float, row: int = 0) -> GenerationResult:
+        """This prompt's answer (row `row` of the loop) with its sentences, stats and trace."""
+        t, finish = self.tracker, loop.reasons[row]
         total = time.perf_counter() - t_start
         sec = self.seconds
         measured = (loop.prefill_s + loop.decode_s + loop.rewind_s + sec["retrieve"] + sec["encode"] + sec["check"]
@@ -526,6 +538,33 @@ class ControlledRun(Hook):
             trace=tr.to_list(),
             sentences=sentences,
         )
+
+
+def run_rows(runs: list[ControlledRun]) -> list[GenerationResult]:
+    """Several prompts' controlled runs decoded as the rows of one batch: each row with its own
+    memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
+    that row alone), greedy rows writing what they write one by one. A row's check or candidate
+    round still holds the batch while it runs. The model's times in each row's stats are the batch's."""
+    from ..engine import RowHooks
+    from ..memory import MemoryState
+
+    t_start = time.perf_counter()
+    rt, dec = runs[0].runtime, runs[0].dec
+    if rt.config.decoding.kv_cache != "dynamic" or rt.config.memory.reencode_context:
+        raise ValueError("controller.batch_rows decodes rows that rewind on their own, which needs "
+                         "decoding.kv_cache 'dynamic' and memory.reencode_context false; set controller.batch_rows: "
+                         "false to decode the prompts one by one")
+    ids = [run.prepare() for run in runs]
+    states = [run.memory.state() if len(run.memory) else None for run in runs]
+    session = rt.session(MemoryState.stack(states), runs[0].offset)
+    session.set_row_memories(states)
+    loop = runs[0].loop(session, [RowHooks([[run, run.banned] for run in runs])])
+    loop.records = [run.tracker for run in runs]
+    for row, run in enumerate(runs):
+        run.session = loop.row_view(row)
+    input_ids, valid = rt.left_pad(ids)
+    loop.run(input_ids, valid)
+    return [run.result(loop, t_start, row) for row, run in enumerate(runs)]
 
 
 def candidate_rank(candidate: Attempt, check) -> tuple:

@@ -71,6 +71,11 @@ class ControllerConfig(Settings):
     max_total_tokens: int | None = Field(
         None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"
     )
+    batch_rows: bool = Field(
+        False, description="a batch of prompts decodes as the rows of one loop, each row with its own memory, "
+        "checks and rewinds (greedy rows write what they write one by one; needs decoding.kv_cache dynamic); "
+        "false: the prompts run one by one"
+    )
 
     @property
     def active(self) -> bool:
@@ -108,8 +113,10 @@ class EWEMethod(Method):
         rt = self.runtime
         if not rt.config.pauses:
             return rt.generate_plain(prompts, rows, dec, answer=True)
-        from .controlled_run import ControlledRun
+        from .controlled_run import ControlledRun, run_rows
 
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
-        return [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]).run()
-                for i, p in enumerate(prompts)]
+        runs = [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        if rt.config.controller.batch_rows and len(runs) > 1:
+            return run_rows(runs)
+        return [run.run() for run in runs]

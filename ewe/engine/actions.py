@@ -145,6 +145,56 @@ class Hooks(Hook):
         return next((a for h in self.hooks if (a := h.on_end(loop, row, reason)) is not None), None)
 
 
+class RowHooks(Hook):
+    """Each row of a batch with hooks of its own (a list per row, composed as `Hooks`): row r's
+    hooks adjust row r's logits, see the steps while row r writes, and answer for row r only,
+    so B prompts each with its own controller decode as one batch."""
+
+    def __init__(self, rows: list[list[Hook]]):
+        self.rows = [Hooks(h) for h in rows]
+
+    def sampler(self, loop: "TokenLoop") -> Sampler | None:
+        own = [h.sampler(loop) for h in self.rows]
+        return None if all(s is None for s in own) else RowSampler(own, loop.sampler)
+
+    def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
+        out = logits
+        for r, h in enumerate(self.rows):
+            if loop.reasons[r]:
+                continue
+            view = logits[r:r + 1]
+            row = h.logits(loop, view)
+            if row.data_ptr() != view.data_ptr():  # the hook made new logits (a ban clones)
+                if out is logits:
+                    out = logits.clone()
+                out[r] = row[0]
+        return out
+
+    def on_step(self, loop: "TokenLoop") -> None:
+        for r, h in enumerate(self.rows):
+            if not loop.reasons[r]:
+                h.on_step(loop)
+
+    def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Branch | Stop | None:
+        return self.rows[row].on_token(loop, row, token, completed)
+
+    def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | Branch | None:
+        return self.rows[row].on_end(loop, row, reason)
+
+
+class RowSampler:
+    """Each row sampled by its own sampler (None: `default`), for rows whose hooks name one."""
+
+    def __init__(self, samplers: list, default):
+        self.samplers, self.default = samplers, default
+
+    def __call__(self, logits: torch.Tensor):
+        import torch
+
+        parts = [(s or self.default)(logits[r:r + 1]) for r, s in enumerate(self.samplers)]
+        return tuple(torch.cat([p[i] for p in parts]) for i in range(3))
+
+
 class BanFirstTokens(Hook):
     """A logits processor: at chosen positions of an answer, tokens it may not start with there
     (after a dropped sentence, the answer goes on with a first token no dropped attempt had)."""

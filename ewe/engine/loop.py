@@ -15,7 +15,10 @@ batched decoding run it with none.
 Rows of a batch decode together; a row that stopped leaves the batch (its cache rows are
 dropped), so the steps after it cost only what the rows still writing need. Sampling still
 sees every row (a stopped one with a placeholder), so each row draws the same random numbers
-as when all rows stay. Rewinding crops the shared cache, so it needs a batch of one row.
+as when all rows stay. In a batch each row may rewind and branch on its own (each with its own
+hooks: `RowHooks`): the row is taken out of the batch as a session of its own, the action is
+carried out on it exactly as for a single row, and the row is written back (right-aligned, the
+batch's rows ragged under their left padding); the other rows go on with the next step.
 """
 from __future__ import annotations
 
@@ -23,11 +26,11 @@ import time
 
 import torch
 
-from .actions import Branch, Continuation, Hook, Hooks, Rewind, Stop
+from .actions import Branch, Continuation, Hook, Hooks, Rewind, RowHooks, Stop
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
-__all__ = ["Branch", "Continuation", "Hook", "Rewind", "Stop", "TokenLoop", "decode"]
+__all__ = ["Branch", "Continuation", "Hook", "Rewind", "RowHooks", "RowView", "Stop", "TokenLoop", "decode"]
 
 
 class TokenLoop:
@@ -53,6 +56,8 @@ class TokenLoop:
         self.reasons: list[str | None] = []  # why each row stopped, once it has
         self.live: list[int] = []  # the records whose rows the session still holds, in its row order
         self.prompt_len = 0
+        self.row_prompt: list[int] = []  # each row's own prompt tokens (its left padding not counted)
+        self.parts: dict[int, DecodingSession] = {}  # rows taken out to rewind, written back after the step
         self.prefill_s = 0.0
         self.model_s = 0.0  # prefill, forward passes and sampling
         self.decode_s = 0.0  # of model_s: sampling and the step forwards of sampled tokens
@@ -67,9 +72,11 @@ class TokenLoop:
         reading `memory_state` (candidates that share a prompt)."""
         t0 = time.perf_counter()
         logits = self.session.prefill(input_ids, valid)
+        self.row_prompt = (valid.sum(dim=1).tolist() if valid is not None else [input_ids.shape[1]] * input_ids.shape[0])
         if copies > 1:
             self.session.repeat_rows(copies, memory_state)
             logits = logits.repeat(copies, 1)
+            self.row_prompt = self.row_prompt * copies
         self.prefill_s = time.perf_counter() - t0
         self.model_s += self.prefill_s
         return self.run_from(logits, input_ids.shape[1])
@@ -77,6 +84,8 @@ class TokenLoop:
     def run_from(self, logits: torch.Tensor, prompt_len: int) -> list:
         """Decode from a session already holding `prompt_len` tokens per row, `logits` [B, V] next."""
         self.prompt_len = prompt_len
+        if len(self.row_prompt) != logits.shape[0]:
+            self.row_prompt = [prompt_len] * logits.shape[0]
         if self.records is None:
             self.records = [Continuation() for _ in range(logits.shape[0])]
         self.reasons = [None] * len(self.records)
@@ -94,22 +103,30 @@ class TokenLoop:
         return "budget" if self.decoded >= self.budget else None
 
     def _end(self, row: int, reason: str) -> torch.Tensor | None:
-        """The row stops for `reason` unless its hook rewinds; the logits to go on from, None if it stopped.
+        """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if it stopped.
 
         A rewind asked for at the budget is still carried out (the text it removes stays removed)."""
-        action = self._resolve(self.hook.on_end(self, row, reason))
-        logits = None if action is None else self.apply(action)
+        action = self._resolve(self.hook.on_end(self, row, reason), row)
+        logits = None if action is None else self._carry(row, action)
         if logits is None or (reason != "eos" and self.decoded >= self.budget):
             self.reasons[row] = reason
+            self.parts.pop(row, None)
             return None
         return logits
 
     def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
-        """One step: end the rows at their limit, sample, record, feed; the next logits, None when done."""
+        """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
+
+        One row: a rewind's logits are the next step's. A batch: a row that rewinds gets its
+        logits from the rewind and is written back after the others' step (fed a placeholder)."""
+        single = len(self.records) == 1
         for row in range(len(self.records)):
-            reason = self.reasons[row] is None and self._limit(row)
-            if reason and (rewound := self._end(row, reason)) is not None:
-                return rewound
+            while self.reasons[row] is None and (reason := self._limit(row)):
+                if (rewound := self._end(row, reason)) is None:
+                    break
+                if single:
+                    return rewound
+                logits = self._put_back({row: rewound}, logits)
         if all(self.reasons):
             return None
         t0 = time.perf_counter()
@@ -118,24 +135,53 @@ class TokenLoop:
         self.decoded += 1
         self.hook.on_step(self)
         fed = ids.tolist()
+        fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
         for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist())):
             if self.reasons[row]:
                 continue  # stopped: its row leaves the batch before the next step
             elif tok in self.stop_ids:
-                if (rewound := self._end(row, "eos")) is not None:
-                    return rewound
-            elif (action := self._resolve(self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)))
-                  ) is not None:
+                rewound = self._end(row, "eos")
+            elif (action := self._resolve(self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)),
+                                          row)) is not None:
                 if isinstance(action, Stop):
                     self.reasons[row] = action.reason
                     continue
-                rewound = self.apply(action)
+                rewound = self._carry(row, action)
                 if rewound is None:
                     self.reasons[row] = "eos"  # the hook's text ended the answer
+                    self.parts.pop(row, None)
+                    if single:
+                        return None
+            else:
+                continue
+            if single and rewound is not None:
                 return rewound
-        if all(self.reasons[r] or self._limit(r) for r in range(len(self.records))):
-            return None if all(self.reasons) else logits  # nothing to feed: the next round ends the rows
-        return self._forward(lambda: self._step(fed), "decode")
+            if rewound is not None:
+                fresh[row] = rewound
+        if all(self.reasons[r] or self._limit(r) or r in fresh for r in range(len(self.records))):
+            if all(self.reasons):
+                return None
+            return self._put_back(fresh, logits)  # nothing to feed: the next round samples or ends the rows
+        return self._put_back(fresh, self._forward(lambda: self._step(fed), "decode"))
+
+    def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
+        """Write the rows that rewound back into the batch (after its step) with their own next logits."""
+        if not fresh:
+            return logits
+        logits = logits.clone()
+        for row, row_logits in fresh.items():
+            part = self.parts.pop(row)
+            self.session.put_row(self.session_row(row), part)
+            logits[row] = row_logits[0]
+        return logits
+
+    def session_row(self, row: int) -> int:
+        """Where record `row` is in the session's batch (stopped rows leave it)."""
+        return self.live.index(row) if self.compact else row
+
+    def row_view(self, row: int) -> "RowView":
+        """What a row's hook may change of the session: its own memory (see RowView)."""
+        return RowView(self, row)
 
     def _step(self, fed: list[int]) -> torch.Tensor:
         """Feed each live row its token, after dropping the rows that stopped; the next logits of
@@ -167,27 +213,27 @@ class TokenLoop:
         self._timed(part, time.perf_counter() - t0)
         return out
 
-    def _resolve(self, action):
+    def _resolve(self, action, row: int = 0):
         """Carry out Branches until the hook answers with something else (or nothing)."""
         while isinstance(action, Branch):
-            action = action.then(*self._branch(action))
+            action = action.then(*self._branch(action, row))
         return action
 
-    def _branch(self, branch: Branch) -> tuple[list, list, int, float]:
-        """Decode the branch's rows (see `Branch`): its records, why each stopped, tokens, seconds."""
-        if len(self.records) != 1:
-            raise RuntimeError("a branch starts from the answer's own cache, so it needs a batch of one row")
+    def _branch(self, branch: Branch, row: int = 0) -> tuple[list, list, int, float]:
+        """Decode the branch's rows (see `Branch`) from the answer of `row`: its records, why each
+        stopped, tokens, seconds."""
         t0 = time.perf_counter()
         rows, start = len(branch.records), branch.start
+        source = self.session if len(self.records) == 1 else self.session.take_row(self.session_row(row))
 
         def batch(session: DecodingSession) -> "TokenLoop":
             return TokenLoop(session, branch.sampler, self.stop_ids, start + branch.max_tokens, records=branch.records,
                              hooks=branch.hooks)
 
         if branch.prompt_ids is None:
-            session, logits = self.session.branch(self.prompt_len + start, rows, branch.memory_state)
+            session, logits = source.branch(self.row_prompt[row] + start, rows, branch.memory_state)
             rows_loop = batch(session)
-            rows_loop.run_from(logits, self.prompt_len)
+            rows_loop.run_from(logits, self.row_prompt[row])
         else:
             rows_loop = batch(self.session.fresh(branch.prompt_memory_state))
             rows_loop.run(torch.tensor([branch.prompt_ids]), copies=rows, memory_state=branch.memory_state)
@@ -197,24 +243,56 @@ class TokenLoop:
         return branch.records, rows_loop.reasons, decoded, seconds
 
     def apply(self, action: Rewind) -> torch.Tensor | None:
-        """Carry out a hook's Rewind; the logits to go on from (None when the answer ended)."""
+        """Carry out a hook's Rewind on a one-row loop; the logits to go on from (None when the answer ended)."""
         if len(self.records) != 1:
-            raise RuntimeError("rewinding crops the shared cache, so it needs a batch of one row")
-        rec = self.records[0]
+            raise RuntimeError("apply rewinds a one-row loop; a batch row's rewind is carried out by the loop")
+        return self._rewind(self.session, 0, action)
+
+    def _carry(self, row: int, action: Rewind) -> torch.Tensor | None:
+        """Carry out `row`'s Rewind: on the session itself for one row, else on the row taken out of
+        the batch (kept in `parts` until it is written back); the row's next logits [1, V]."""
+        if len(self.records) == 1:
+            return self._rewind(self.session, 0, action)
+        part = self.session.take_row(self.session_row(row))
+        logits = self._rewind(part, row, action)
+        if logits is not None:
+            self.parts[row] = part
+        return logits
+
+    def _rewind(self, session: DecodingSession, row: int, action: Rewind) -> torch.Tensor | None:
+        rec = self.records[row]
         rec.truncate(action.start)
-        logits = self._forward(lambda: self.session.truncate(self.prompt_len + action.start))
+        logits = self._forward(lambda: session.truncate(self.row_prompt[row] + action.start))
         if action.tokens and action.logprobs is not None:
             rec.extend(list(action.tokens), list(action.logprobs), list(action.entropies))
-            logits = self._forward(lambda: self.session.extend(torch.tensor([list(action.tokens)])))
+            logits = self._forward(lambda: session.extend(torch.tensor([list(action.tokens)])))
         else:
             for tok in action.tokens:
                 logprobs = torch.log_softmax(logits[0].float(), dim=-1)
                 rec.extend([tok], [logprobs[tok].item()], [entropy(logprobs).item()])
-                logits = self._forward(lambda: self.session.step(torch.tensor([tok])))
+                logits = self._forward(lambda: session.step(torch.tensor([tok])))
         if action.end:
             rec.finish(complete=True)
             return None
         return logits
+
+
+class RowView:
+    """A batch row's view of the loop's session, for the hook that owns the row: the row reads
+    its own memory (a controller's refresh changes that row's only)."""
+
+    def __init__(self, loop: TokenLoop, row: int):
+        self.loop, self.row = loop, row
+
+    @property
+    def position_offset(self) -> int:
+        return self.loop.session.position_offset
+
+    def set_memory(self, memory_state, reencode: bool = False) -> None:
+        if reencode:
+            raise ValueError("memory.reencode_context re-reads the whole batch's context: decode the prompts one "
+                             "by one (controller.batch_rows: false)")
+        self.loop.session.set_row_memory(self.loop.session_row(self.row), memory_state)
 
 
 def decode(session: DecodingSession, input_ids: torch.Tensor, valid: torch.Tensor | None, sampler: Sampler,

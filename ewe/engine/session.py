@@ -57,6 +57,7 @@ class DecodingSession:
         self.cache: DynamicCache | None = None
         self.tokens: torch.Tensor | None = None  # [B, T] every context token, prompt included
         self.valid: torch.Tensor | None = None  # [B, T] 0 where a row is left-padded
+        self.row_memories: list | None = None  # each row's own one-row memory, once rows read their own
         self.forward_calls = 0
 
     @property
@@ -180,8 +181,79 @@ class DecodingSession:
         idx = torch.tensor(rows, dtype=torch.long, device=self.device)
         self.cache.batch_select_indices(idx)
         self.tokens, self.valid = self.tokens[idx], self.valid[idx]
+        if self.row_memories is not None:
+            self.row_memories = [self.row_memories[r] for r in rows]
         if self.memory_state is not None:
             self.memory_state = self.memory_state.select_rows(rows)
+
+    # -- one row of a batch on its own: each row of a controlled batch rewinds and branches alone ---------
+
+    def set_row_memories(self, states: list) -> None:
+        """Each row reads its own memory from now on (one-row MemoryStates, None for none)."""
+        from ..memory.working_memory import MemoryState
+
+        self.row_memories = list(states)
+        self.memory_state = MemoryState.stack(self.row_memories)
+
+    def set_row_memory(self, row: int, state) -> None:
+        """Row `row` reads `state` from its next token on (the others keep theirs)."""
+        if self.row_memories is None:
+            self.set_row_memories([None if self.memory_state is None else self.memory_state.select_rows([r])
+                                   for r in range(self.tokens.shape[0])])
+        self.row_memories[row] = state
+        self.set_row_memories(self.row_memories)
+
+    def _dynamic_only(self, what: str) -> None:
+        if self.kv_cache != "dynamic":
+            raise ValueError(f"{what}: a batch whose rows rewind on their own needs decoding.kv_cache 'dynamic' "
+                             f"(got {self.kv_cache!r}); or decode the prompts one by one (controller.batch_rows: "
+                             "false)")
+
+    @torch.inference_mode()
+    def take_row(self, row: int) -> "DecodingSession":
+        """Row `row` as a one-row session of its own (a copy, without its padding), reading its own
+        memory: a row's rewind or branch is carried out on it, then written back with `put_row`."""
+        self._dynamic_only("take_row")
+        keep = self.valid[row].nonzero().view(-1)
+        memory = (self.row_memories[row] if self.row_memories is not None else
+                  None if self.memory_state is None else self.memory_state.select_rows([row]))
+        out = self.fresh(memory)
+        out.cache = DynamicCache(config=self.model.config)
+        for i, layer in enumerate(self.cache.layers):
+            out.cache.update(layer.keys[row:row + 1, :, keep], layer.values[row:row + 1, :, keep], i)
+        out.tokens = self.tokens[row:row + 1, keep]
+        out.valid = torch.ones_like(out.tokens)
+        return out
+
+    @torch.inference_mode()
+    def put_row(self, row: int, part: "DecodingSession") -> None:
+        """Make row `row` hold `part` (a one-row session from `take_row`, since cropped or extended):
+        written right-aligned, the padding on its left; the batch widens when the row outgrew it
+        and narrows by the padding every row has."""
+        self._dynamic_only("put_row")
+        n = part.length
+        if n > self.length:
+            grow = n - self.length
+            for layer in self.cache.layers:
+                layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, grow, 0))
+                layer.values = torch.nn.functional.pad(layer.values, (0, 0, grow, 0))
+            self.tokens = torch.nn.functional.pad(self.tokens, (grow, 0))
+            self.valid = torch.nn.functional.pad(self.valid, (grow, 0))
+        start = self.length - n
+        for layer, new in zip(self.cache.layers, part.cache.layers):
+            layer.keys[row, :, :start] = 0
+            layer.keys[row, :, start:] = new.keys[0]
+            layer.values[row, :, :start] = 0
+            layer.values[row, :, start:] = new.values[0]
+        self.tokens[row, :start] = 0
+        self.tokens[row, start:] = part.tokens[0]
+        self.valid[row, :start] = 0
+        self.valid[row, start:] = 1
+        padded = int((self.valid.cumsum(dim=1) == 0).all(dim=0).sum())  # columns that are padding in every row
+        if padded:
+            for layer in self.cache.layers:
+                layer.keys, layer.values = layer.keys[:, :, padded:], layer.values[:, :, padded:]
+            self.tokens, self.valid = self.tokens[:, padded:], self.valid[:, padded:]
 
     def fresh(self, memory_state=None) -> "DecodingSession":
         """An empty session with this one's settings (model, positions, kernels, cache), reading `memory_state`."""

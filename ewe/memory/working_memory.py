@@ -131,6 +131,35 @@ class MemoryState:
         return MemoryState([m.select_rows(rows) for m in self.layers], [self.unit_bounds[r] for r in rows])
 
     @classmethod
+    def stack(cls, rows: list["MemoryState | None"]) -> "MemoryState | None":
+        """One batch's memory from the one-row memories of its rows (None: a row reading none), as
+        `from_rows` would build it from their units: each row decoding with its own working memory."""
+        full = [r for r in rows if r is not None and not r.is_empty]
+        if not full:
+            return None
+        bounds = [r.unit_bounds[0] if r is not None else [] for r in rows]
+        n = max(r.layers[0].key.shape[2] for r in full)
+        totals = [b[-1][1] if b else 0 for b in bounds]
+        ref = full[0].layers[0]
+        log_w = LayerMemory.context_weight([len(b) for b in bounds], ref.key.device)
+        bias = None
+        if min(totals) < n:
+            bias = torch.zeros(len(rows), 1, 1, n, device=ref.key.device)
+            for i, t in enumerate(totals):
+                bias[i, ..., t:] = float("-inf")
+        layers = []
+        for li in range(len(full[0].layers)):
+            _, hkv, _, d = full[0].layers[li].key.shape
+            keys = ref.key.new_zeros((len(rows), hkv, n, d))
+            values = ref.value.new_zeros((len(rows), hkv, n, d))
+            for i, r in enumerate(rows):
+                if totals[i]:
+                    keys[i, :, :totals[i]] = r.layers[li].key[0, :, :totals[i]]
+                    values[i, :, :totals[i]] = r.layers[li].value[0, :, :totals[i]]
+            layers.append(LayerMemory(keys, values, bias, bounds, log_w, ref.temperature, ref.lse_scale))
+        return cls(layers, bounds)
+
+    @classmethod
     def from_rows(cls, rows: list[list[MemoryUnit]], temperature: float = 1.0, lse_scale: float = 1.0) -> "MemoryState":
         bounds, totals = [], []
         for units in rows:

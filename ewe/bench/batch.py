@@ -1,0 +1,93 @@
+"""`ewe bench batch`: B prompts answered as the rows of one batch against one by one, same
+process, same Runtime, interleaved.
+
+For EWE's controller the batch is `controller.batch_rows` (each row with its own memory, checks
+and rewinds); for a method without pauses it is the plain batched decoding every method has.
+Reported: wall seconds for the whole set each way (medians over repeats), answer tokens per
+second, the ratio, and how many rows wrote exactly what they write alone (greedy: all of them,
+or the ratio compares different work and says so).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from ..argtypes import positive_int
+
+
+def add_bench_arguments(p) -> None:
+    p.add_argument("--prompts", type=positive_int, default=16, help="bio prompts (ewe eval prompts bio)")
+    p.add_argument("--repeats", type=positive_int, default=1, help="each way, interleaved")
+    p.add_argument("--passages", choices=["given", "retrieve"], default="given",
+                   help="given: each prompt's own Wikipedia summary (no datastore); retrieve: the configuration's")
+    p.add_argument("--out", help="write the figures as JSON here")
+
+
+def run_batch_bench(args, load_ewe) -> int:
+    from ..data import wiki
+    from ..data.prompt_sets import prompt_set
+    from ..files import write_json
+    from ..methods.registry import method_class
+
+    if args.config is None:
+        from ..eval.harness import CONFIGS
+
+        args.config = [str(CONFIGS / "ewe.yaml")]
+    if len(args.config) != 1:
+        raise SystemExit("ewe bench batch: give one --config")
+    args.config = args.config[0]
+    ewe = load_ewe(args)
+    rt = ewe.runtime
+    cfg = rt.config
+    rows = prompt_set("bio", args.prompts, suffix=None)
+    prompts = [r["prompt"] for r in rows]
+    passages = [[wiki.passage(r["topic"])] for r in rows] if args.passages == "given" else None
+    dec = rt.greedy(rt.decoding(), cfg.decoding.max_new_tokens)
+    method = method_class(cfg.method)(rt)
+    controlled = cfg.method == "ewe" and cfg.pauses
+
+    def one_by_one():
+        return [method.run_batch([p], dec, None if passages is None else [passages[i]])[0]
+                for i, p in enumerate(prompts)]
+
+    def batched():
+        if controlled:
+            cfg.controller.batch_rows = True
+        try:
+            return method.run_batch(prompts, dec, passages)
+        finally:
+            if controlled:
+                cfg.controller.batch_rows = False
+
+    method.run_batch([prompts[0]], rt.greedy(dec, 4), None if passages is None else [passages[0]])  # warm up
+    runs = {"one by one": one_by_one, "batched": batched}
+    seconds = {name: [] for name in runs}
+    tokens, answers = {}, {}
+    for rep in range(args.repeats):
+        for name in (runs if rep % 2 == 0 else reversed(list(runs))):
+            t0 = time.perf_counter()
+            results = runs[name]()
+            seconds[name].append(time.perf_counter() - t0)
+            tokens[name] = sum(len(r.token_ids) for r in results)
+            answers[name] = [r.token_ids for r in results]
+    same = sum(a == b for a, b in zip(answers["one by one"], answers["batched"]))
+    med = {name: statistics.median(s) for name, s in seconds.items()}
+    ratio = med["one by one"] / med["batched"]
+    print(f"batch bench: {len(prompts)} bio prompts, {args.passages} passages, greedy, "
+          f"{cfg.decoding.max_new_tokens} new tokens at most, config {args.config} (method {cfg.method}"
+          f"{', controller batch_rows' if controlled else ', plain batched decoding'}), {args.repeats} repeat(s) "
+          f"interleaved, threads {torch.get_num_threads()}")
+    print(f"{'run':<14}{'seconds':>10}{'tokens':>9}{'tokens/s':>10}")
+    for name in runs:
+        print(f"{name:<14}{med[name]:>10.1f}{tokens[name]:>9}{tokens[name] / med[name]:>10.2f}")
+    print(f"throughput, batched vs one by one: {ratio:.2f}x; rows that wrote what they write alone: "
+          f"{same}/{len(prompts)}" + ("" if same == len(prompts) else " (the ratio compares different work)"))
+    if args.out:
+        write_json(args.out, {"prompts": len(prompts), "passages": args.passages, "config": args.config,
+                              "max_new_tokens": cfg.decoding.max_new_tokens, "repeats": args.repeats,
+                              "threads": torch.get_num_threads(), "seconds": seconds, "median_s": med,
+                              "tokens": tokens, "throughput_ratio": round(ratio, 3), "same_rows": same})
+    return 0
+

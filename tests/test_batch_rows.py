@@ -1,0 +1,173 @@
+"""Rows of one batch that rewind and branch on their own: each row writes, greedy, what it writes
+decoded alone (the reference), on the real patched attention and under EWE's controller."""
+from __future__ import annotations
+
+import pytest
+import torch
+from scripted import ScriptedChecker, scripted_model, text_script
+from tiny import left_padded, tiny_ewe, tiny_tokenizer
+
+from ewe import EWE
+from ewe.config import EWEConfig
+from ewe.engine import Hook, Rewind, RowHooks, Sampler, TokenLoop
+
+PROMPTS = ["Tell me a bio of Marie Curie.", "The Eiffel Tower is in", "Albert Einstein was a German-born",
+           "Tell me a bio of someone famous. The quick brown fox"]
+PASSAGES = [["Marie Curie was a Polish and naturalised-French physicist and chemist."], [],
+            ["Albert Einstein was a German-born theoretical physicist.", "The Eiffel Tower is in Paris."], []]
+
+
+class RewindOnce(Hook):
+    """When the answer reaches `at` tokens, cut it back to `to` (once), then force `tokens` (with the
+    model's own log-probs); the token first written at `to` is banned there, so the row writes on
+    differently. `end`: the answer ends after the forced tokens."""
+
+    def __init__(self, record, at: int, to: int, tokens=(), end: bool = False):
+        self.record, self.at, self.to, self.tokens, self.end = record, at, to, list(tokens), end
+        self.banned: int | None = None
+        self.done = False
+
+    def logits(self, loop, logits):
+        if self.banned is not None and len(self.record.tokens) == self.to + len(self.tokens):
+            logits = logits.clone()
+            logits[:, self.banned] = float("-inf")
+        return logits
+
+    def on_token(self, loop, row, token, completed):
+        if not self.done and len(self.record.tokens) == self.at:
+            self.done = True
+            self.banned = self.record.tokens[self.to + len(self.tokens)] if not self.tokens else None
+            return Rewind(self.to, self.tokens, end=self.end)
+        return None
+
+
+REWINDS = [dict(at=6, to=2), dict(at=4, to=0, tokens=[5, 9]), dict(at=9, to=7, tokens=[11], end=True),
+           dict(at=3, to=1)]
+
+
+def _rows(ewe):
+    ids = [ewe.prompt_ids(p) for p in PROMPTS]
+    states = []
+    for passages in PASSAGES:
+        memory = ewe.new_memory()
+        if passages:
+            memory.add(passages)
+        states.append(memory.state() if len(memory) else None)
+    return ids, states
+
+
+def _alone(ewe, ids, state, rewind, max_new):
+    from ewe.engine import Continuation
+
+    rec = Continuation()
+    session = ewe.runtime.session(state, ewe.config.memory.unit_tokens)
+    loop = TokenLoop(session, Sampler(), ewe.stop_ids, max_new, records=[rec], hooks=[RewindOnce(rec, **rewind)])
+    loop.run(torch.tensor([ids]))
+    return rec
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_batch_rows_rewinding_on_their_own_write_what_each_writes_alone(compact):
+    from ewe.engine import Continuation
+    from ewe.memory import MemoryState
+
+    ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
+    ids, states = _rows(ewe)
+    alone = [_alone(ewe, i, s, r, 14) for i, s, r in zip(ids, states, REWINDS)]
+    records = [Continuation() for _ in PROMPTS]
+    session = ewe.runtime.session(MemoryState.stack(states), ewe.config.memory.unit_tokens)
+    session.set_row_memories(states)
+    hooks = RowHooks([[RewindOnce(rec, **r)] for rec, r in zip(records, REWINDS)])
+    loop = TokenLoop(session, Sampler(), ewe.stop_ids, 14, records=records, hooks=[hooks], compact=compact)
+    input_ids, valid = left_padded([torch.tensor([i]) for i in ids], ewe.tokenizer.pad_token_id)
+    loop.run(input_ids, valid)
+    for row, (a, b) in enumerate(zip(alone, records)):
+        assert b.token_ids == a.token_ids, f"row {row}"
+        assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4), f"row {row}"
+        assert b.finish_reason == a.finish_reason
+    assert records[2].finish_reason == "eos" and len(records[2].token_ids) == 8  # ended by its rewind
+
+
+def test_a_row_written_back_keeps_the_others_and_its_own_context_intact():
+    """take_row / put_row round trip: the batch is unchanged, its width narrows to what rows need."""
+    ewe = tiny_ewe()
+    ids = [ewe.prompt_ids(p) for p in PROMPTS]
+    session = ewe.runtime.session()
+    input_ids, valid = left_padded([torch.tensor([i]) for i in ids], ewe.tokenizer.pad_token_id)
+    session.prefill(input_ids, valid)
+    keys = [layer.keys.clone() for layer in session.cache.layers]
+    part = session.take_row(1)
+    assert part.length == len(ids[1]) and part.tokens[0].tolist() == ids[1]
+    session.put_row(1, part)
+    assert all(torch.equal(k, layer.keys) for k, layer in zip(keys, session.cache.layers))
+    longest = max(range(len(ids)), key=lambda r: len(ids[r]))
+    part = session.take_row(longest)
+    part.crop(3)
+    session.put_row(longest, part)
+    assert session.length == max(len(r) for i, r in enumerate(ids) if i != longest)  # narrowed
+    assert session.take_row(longest).tokens[0].tolist() == ids[longest][:3]
+
+
+# -- EWE's controller, a row each ---------------------------------------------------------------
+
+A, B_WRONG, B_RIGHT, C = ("Marie Curie was a physicist.", "She was born in Paris.", "She was born in Warsaw.",
+                          "She won two Nobel prizes.")
+E1, E2_WRONG, E2_RIGHT = "Albert Einstein was a physicist.", "He was born in Paris.", "He was born in Ulm."
+BIOS = {"Marie Curie": ([A, B_WRONG, C], [A, B_RIGHT, C]),
+        "Albert Einstein": ([E1, E2_WRONG, C], [E1, E2_RIGHT, C]),
+        "someone famous": (["The Eiffel Tower is in Paris.", "The quick brown fox jumps over the lazy dog."],) * 2}
+
+
+def bio_script():
+    """Each prompt's bio by the name it asks about; the corrected one once feedback is in memory
+    (or, with feedback in the prompt, once the candidates read it)."""
+    tok = tiny_tokenizer()
+
+    def script(generated, units, prompt):
+        text = tok.decode(prompt)
+        name = next(n for n in BIOS if n in text)
+        before = []
+        if "Evidence against" in text:  # a candidate's prompt: it ends with the answer so far
+            before = tok(text.rsplit("assistant\n", 1)[1], add_special_tokens=False)["input_ids"]
+        wrong, right = BIOS[name]
+        knows = units >= 1 or "Evidence against" in text
+        return text_script(lambda u: " ".join(right if knows else wrong))(before + generated, units)
+
+    script.wants_prompt = True
+    return script
+
+
+def controlled(batch_rows: bool, **controller):
+    cfg = EWEConfig.build({
+        "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
+        "retrieval": {"source": None},
+        "decoding": {"max_new_tokens": 60},
+        "controller": {"verify_trigger": "interval", "verify_interval": 4, "batch_rows": batch_rows, **controller},
+    })
+    return EWE(scripted_model(bio_script()), tiny_tokenizer(), cfg,
+               fact_checker=ScriptedChecker(false={B_WRONG, E2_WRONG}))
+
+
+@pytest.mark.parametrize("controller", [
+    {},  # the paper's loop: one rewrite at a time, feedback in memory
+    {"rewrite_candidates": 3, "max_retries": 1},  # candidate rounds branched from each row's cache
+    {"rewrite_candidates": 2, "feedback_placement": "prompt", "max_retries": 1},  # candidates re-read the prompt
+    {"max_retries": 0, "on_retries_exhausted": "stop"},  # a row that ends by its rewind
+])
+def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(controller):
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein."]
+    alone = controlled(False, **controller).generate(prompts)
+    together = controlled(True, **controller).generate(prompts)
+    for a, b in zip(alone, together):
+        assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
+        assert [(e["type"], e["step"]) for e in b.trace] == [(e["type"], e["step"]) for e in a.trace]
+        assert b.sentences == a.sentences
+        assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4)
+    assert any(r.stats["backtracks"] for r in together)
+
+
+def test_batch_rows_refuse_what_they_cannot_do():
+    ewe = controlled(True)
+    ewe.runtime.config.decoding.kv_cache = "static"
+    with pytest.raises(ValueError, match="batch_rows"):
+        ewe.generate(["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein."])
