@@ -275,7 +275,7 @@ class Runtime:
             rows = [[h.text for h in hits] for hits in retrieved]
         hooks = hooks_for(rows) if hooks_for is not None else []
         if answer:
-            hooks = hooks + answer_watchers()
+            hooks = hooks + [w for row in range(len(prompts)) for w in answer_watchers(row=row)]
         text_rows = [[] for _ in prompts]
         if self.config.retrieval.in_prompt:
             text_rows, rows = rows, [[] for _ in prompts]

@@ -214,3 +214,57 @@ def test_the_serve_command_refuses_a_port_out_of_range(capsys):
 
     assert cli.main(["serve", "--port", "70000"]) == 2
     assert "at most 65535" in capsys.readouterr().err
+
+
+def test_queued_requests_are_answered_together_as_rows_of_one_batch():
+    """Three requests queued behind a first one run as one batch (each row with its own controller,
+    one of them streamed with its retraction), answering what each gets alone."""
+    from test_batch_rows import controlled
+
+    alone = controlled(False)
+    ewe = controlled(True)
+    gate, script = threading.Event(), ewe.model.script
+
+    def gated(*args):
+        gate.wait(timeout=60)
+        return script(*args)
+
+    gated.wants_prompt = True
+    ewe.model.script = gated
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein.",
+               "Tell me a bio of someone famous.", "Tell me a bio of Marie Curie."]
+    expected = [r.text for r in alone.generate(prompts)]
+    with serving({"ewe": ewe}, max_batch=4) as base, httpx.Client(timeout=60) as http:
+        answers = {}
+
+        def ask(i, stream=False):
+            body = {"messages": [{"role": "user", "content": prompts[i]}], "stream": stream}
+            if not stream:
+                answers[i] = http.post(f"{base}/v1/chat/completions", json=body).json()["choices"][0]["message"]["content"]
+                return
+            events = []
+            with http.stream("POST", f"{base}/v1/chat/completions", json=body) as r:
+                for line in r.iter_lines():
+                    if line.startswith("data: {"):
+                        chunk = json.loads(line[6:])
+                        if "retraction" in chunk.get("ewe", {}):
+                            events.append(Retraction(**chunk["ewe"]["retraction"]))
+                        elif chunk["choices"] and chunk["choices"][0]["delta"].get("content"):
+                            events.append(TextDelta(chunk["choices"][0]["delta"]["content"]))
+            answers[i] = apply_events(events)
+            answers["retractions"] = sum(isinstance(e, Retraction) for e in events)
+
+        threads = [threading.Thread(target=ask, args=(0,))]
+        threads[0].start()
+        wait_for(lambda: http.get(f"{base}/health").json()["queue"]["running"] == 1)
+        for i in (1, 2, 3):
+            threads.append(threading.Thread(target=ask, args=(i, i == 3)))
+            threads[-1].start()
+        wait_for(lambda: http.get(f"{base}/health").json()["queue"]["waiting"] == 3)
+        gate.set()
+        for t in threads:
+            t.join(60)
+        queue = http.get(f"{base}/health").json()["queue"]
+    assert [answers[i] for i in range(4)] == expected
+    assert answers["retractions"] == 1  # the streamed Marie Curie row withdrew its wrong sentence
+    assert queue["served"] == 4 and queue["batches"] == 2  # the first alone, then the three together

@@ -558,7 +558,8 @@ def run_rows(runs: list[ControlledRun]) -> list[GenerationResult]:
     states = [run.memory.state() if len(run.memory) else None for run in runs]
     session = rt.session(MemoryState.stack(states), runs[0].offset)
     session.set_row_memories(states)
-    loop = runs[0].loop(session, [RowHooks([[run, run.banned] for run in runs])])
+    loop = runs[0].loop(session, [RowHooks([[run, run.banned, *answer_watchers(run.trace, row)]
+                                            for row, run in enumerate(runs)])])
     loop.records = [run.tracker for run in runs]
     for row, run in enumerate(runs):
         run.session = loop.row_view(row)

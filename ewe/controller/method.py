@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..settings import Settings
-from ..methods.registry import Method
+from ..methods.registry import Method, run_one
 
 Trigger = Literal["never", "interval", "entropy", "min_prob"]
 FeedbackForm = Literal["refuting", "supporting", "instruction"]
@@ -103,6 +103,10 @@ class EWEMethod(Method):
         return config.controller.active
 
     @classmethod
+    def batches(cls, config) -> bool:
+        return not config.controller.active or config.controller.batch_rows
+
+    @classmethod
     def checks_itself(cls, config) -> bool:
         return config.controller.verify_trigger != "never"
 
@@ -119,4 +123,4 @@ class EWEMethod(Method):
         runs = [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         if rt.config.controller.batch_rows and len(runs) > 1:
             return run_rows(runs)
-        return [run.run() for run in runs]
+        return [run_one(i, run.run) for i, run in enumerate(runs)]

@@ -1,9 +1,11 @@
-"""Watchers of the answer being written: hooks that only look (a stream, ewe/serving/stream.py).
+"""Watchers of the answers being written: hooks that only look (a stream, ewe/serving/stream.py).
 
-A request that streams sets its watchers for as long as it runs (`watching`); the loop that
-writes a method's answer, and only that one (not a candidate rewrite's batch, not a CoVe
-stage), adds `answer_watchers(...)` to its hooks. A context variable, so a watcher set in
-one thread never sees another thread's request.
+A request that streams sets its watchers for as long as it runs (`watching`), one per prompt
+of the batch it asked for; the loop that writes a method's answers, and only that one (not a
+candidate rewrite's batch, not a CoVe stage), adds `answer_watchers(...)` to each row's hooks.
+A method that answers its prompts one by one says which prompt it is on (`one_prompt`), so its
+one-row loop reports to that prompt's watcher. Context variables, so a watcher set in one
+thread never sees another thread's request.
 """
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _WATCHERS: ContextVar[tuple] = ContextVar("ewe_answer_watchers", default=())
+_PROMPT: ContextVar[int] = ContextVar("ewe_answer_prompt", default=0)
 
 
 @contextmanager
 def watching(*watchers):
-    """The answer loops started inside this block report to `watchers`."""
+    """The answer loops started inside this block report prompt i's answer to `watchers[i]`."""
     token = _WATCHERS.set(tuple(watchers))
     try:
         yield
@@ -23,10 +26,24 @@ def watching(*watchers):
         _WATCHERS.reset(token)
 
 
-def answer_watchers(trace=None) -> list:
-    """The hooks to add to the loop that writes the answer; `trace` (a controller.Trace, or None)
-    is where that loop's hooks record why they remove text, so a watcher can say why."""
-    watchers = list(_WATCHERS.get())
-    for w in watchers:
-        w.follow(trace)
-    return watchers
+@contextmanager
+def one_prompt(index: int):
+    """Inside this block the answer loops write prompt `index` of the batch (one by one)."""
+    token = _PROMPT.set(index)
+    try:
+        yield
+    finally:
+        _PROMPT.reset(token)
+
+
+def answer_watchers(trace=None, row: int = 0) -> list:
+    """The hooks to add to the hooks of `row` of the loop that writes the answers; `trace` (a
+    controller.Trace, or None) is where that row's hooks record why they remove text, so a
+    watcher can say why."""
+    watchers = _WATCHERS.get()
+    index = _PROMPT.get() + row
+    if index >= len(watchers):
+        return []
+    watcher = watchers[index]
+    watcher.watch(row, trace)
+    return [watcher]

@@ -55,6 +55,10 @@ class PrefixNLI(Method):
     section = "prefixnli"
     Options = PrefixNLIConfig
 
+    @classmethod
+    def batches(cls, config) -> bool:
+        return True
+
     def check_inputs(self, prompts: list[str], dec) -> None:
         self.runtime.prepare(prompts, dec.system_prompt, dec.max_new_tokens)
 

@@ -74,6 +74,12 @@ class Method:
         the other sections are already valid on their own."""
 
     @classmethod
+    def batches(cls, config) -> bool:
+        """`run_batch` decodes its prompts as the rows of one batch (a server answers several
+        requests together only with such a method; the others answer one by one)."""
+        return False
+
+    @classmethod
     def pauses(cls, config) -> bool:
         """The method pauses to retrieve or to check while it writes (`ewe bench run` times such
         a method against RA built from the same configuration)."""
@@ -96,7 +102,17 @@ class Method:
     def run_batch(self, prompts: list[str], dec, rows: list[list[str]] | None) -> list:
         """The prompts' results, one prompt at a time unless the method batches."""
         self.check_inputs(prompts, dec)
-        return [self.run(p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
+        return [run_one(i, lambda: self.run(p, dec, None if rows is None else rows[i]))
+                for i, p in enumerate(prompts)]
+
+
+def run_one(index: int, answer):
+    """`answer()`, the answer of prompt `index` of a batch answered one by one (a streaming
+    request's watcher of that prompt sees its loop: engine/watch.py)."""
+    from ..engine.watch import one_prompt
+
+    with one_prompt(index):
+        return answer()
 
 
 def register(cls: type) -> type:

@@ -23,6 +23,10 @@ def add_serve_command(sub, add_model_options) -> None:
                    help="require `Authorization: Bearer KEY` on /v1/ (default: $EWE_API_KEY; unset: no key)")
     s.add_argument("--max-queue", type=positive_int, default=32,
                    help="requests that may wait for the model; more are answered 429 at once")
+    s.add_argument("--max-batch", type=positive_int, default=8,
+                   help="requests decoded together as the rows of one batch, where the method batches (plain "
+                   "decoding, PrefixNLI; EWE's controller with controller.batch_rows, which this turns on); 1: one "
+                   "at a time")
     s.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, help="larger request bodies get 413")
     add_model_options(s, several_configs=True)
     s.set_defaults(func=cmd_serve)
@@ -47,6 +51,14 @@ def served_configs(specs: list[str] | None, overrides: dict) -> dict:
     return out
 
 
+def batch_rows(config) -> None:
+    """EWE's controller decodes a server's batch as rows where it can (controller.batch_rows needs the
+    dynamic KV cache and no context re-encoding); elsewhere its requests are answered one at a time."""
+    if (config.method == "ewe" and config.pauses and config.decoding.kv_cache == "dynamic"
+            and not config.memory.reencode_context):
+        config.controller.batch_rows = True
+
+
 def cmd_serve(args) -> int:
     import uvicorn
 
@@ -57,10 +69,15 @@ def cmd_serve(args) -> int:
     if args.port > 65535:
         raise ValueError(f"--port {args.port}: a TCP port is at most 65535")
     configs = served_configs(args.config, config_overrides(args))
+    if args.max_batch > 1:
+        for cfg in configs.values():
+            batch_rows(cfg)
     loader = Loader()
     models = {name: loader.load(cfg) for name, cfg in configs.items()}  # one model for configurations that agree
-    app = create_app(models, api_key=args.api_key, max_queue=args.max_queue, max_body_bytes=args.max_body_bytes)
+    app = create_app(models, api_key=args.api_key, max_queue=args.max_queue, max_batch=args.max_batch,
+                     max_body_bytes=args.max_body_bytes)
     print(f"ewe serve: {', '.join(models)} on http://{args.host}:{args.port}/v1 "
-          f"({'API key required' if args.api_key else 'no API key'}; queue {args.max_queue})", flush=True)
+          f"({'API key required' if args.api_key else 'no API key'}; queue {args.max_queue}, batches of up to "
+          f"{args.max_batch})", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -1,18 +1,22 @@
-"""The server's requests, answered one at a time by one worker thread, from a bounded queue.
+"""The server's requests, answered by one worker thread from a bounded queue, several at a time
+as the rows of one batch where the method batches.
 
 The model, its caches and the controller are not safe to share between threads, so one
-worker decodes; the web server's event loop only reads events. A full queue is refused at
-once (429) and a stopped worker answers 503, so overload never turns into a hang. Batched
-decoding of several requests (issue 36, item 1) is not built yet: requests wait in turn.
+worker decodes; the web server's event loop only reads events. The worker takes the oldest
+request and, up to `max_batch`, the queued ones that can share its batch (the same configuration
+and decoding settings, passages given or not alike, a method that decodes prompts as rows:
+plain decoding, PrefixNLI, EWE's controller with controller.batch_rows). A batch runs until
+all its rows end (static batching: a new request waits for the next batch). A full queue is
+refused at once (429) and a stopping server answers 503, so overload never turns into a hang.
 """
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
+from collections import deque
 from dataclasses import dataclass
 
-from .stream import AnswerStream, StreamCancelled, run_streamed
+from .stream import AnswerStream, run_streamed
 
 END = object()  # the last event of every job
 
@@ -48,22 +52,28 @@ class Job:
             self.stream.cancel()
 
     def cancel(self) -> None:
-        """The client went away: a queued job is skipped, a running one stops at its next step."""
+        """The client went away: a queued job is skipped, a running one stops at its next token."""
         self.stream.cancel()
 
     @property
     def cancelled(self) -> bool:
         return self.stream.cancelled.is_set()
 
+    def batches_with(self, other: "Job") -> bool:
+        return (other.ewe is self.ewe and other.dec == self.dec
+                and (other.passages is None) == (self.passages is None))
+
 
 class Scheduler:
-    """A bounded FIFO of Jobs and the one thread that answers them."""
+    """A bounded FIFO of Jobs and the one thread that answers them, in batches of up to `max_batch`."""
 
-    def __init__(self, max_queue: int = 32):
-        self.max_queue = max_queue
-        self.jobs: queue.Queue = queue.Queue(maxsize=max_queue)
-        self.running: Job | None = None
+    def __init__(self, max_queue: int = 32, max_batch: int = 1):
+        self.max_queue, self.max_batch = max_queue, max_batch
+        self.pending: deque[Job] = deque()
+        self.changed = threading.Condition()
+        self.running: list[Job] = []
         self.served = 0
+        self.batches = 0
         self.stopping = False
         self.worker = threading.Thread(target=self._work, name="ewe-serve-worker", daemon=True)
 
@@ -71,46 +81,80 @@ class Scheduler:
         self.worker.start()
 
     def stop(self) -> None:
-        """Finish the running job's step, refuse the queued ones, end the worker."""
-        self.stopping = True
-        while True:
-            try:
-                job = self.jobs.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job.put(Failed(Stopped("the server is shutting down")))
-                job.put(END)
-        if self.running is not None:
-            self.running.cancel()
-        self.jobs.put(None)
+        """Stop the running rows at their next token, refuse the queued jobs, end the worker."""
+        with self.changed:
+            self.stopping = True
+            refused, self.pending = list(self.pending), deque()
+            for job in self.running:
+                job.cancel()
+            self.changed.notify_all()
+        for job in refused:
+            job.put(Failed(Stopped("the server is shutting down")))
+            job.put(END)
         self.worker.join(timeout=30)
 
     def submit(self, job: Job) -> None:
-        if self.stopping or not self.worker.is_alive():
-            raise Stopped("the server is shutting down" if self.stopping else "the worker is not running")
-        try:
-            self.jobs.put_nowait(job)
-        except queue.Full:
-            raise QueueFull(f"{self.max_queue} requests are already waiting") from None
+        with self.changed:
+            if self.stopping or not self.worker.is_alive():
+                raise Stopped("the server is shutting down" if self.stopping else "the worker is not running")
+            if len(self.pending) >= self.max_queue:
+                raise QueueFull(f"{self.max_queue} requests are already waiting")
+            self.pending.append(job)
+            self.changed.notify()
 
     @property
     def waiting(self) -> int:
-        return self.jobs.qsize()
+        return len(self.pending)
+
+    def _next_batch(self) -> list[Job] | None:
+        with self.changed:
+            while not self.pending and not self.stopping:
+                self.changed.wait()
+            if self.stopping:
+                return None
+            first = self.pending.popleft()
+            batch = [first]
+            method = first.ewe.runtime.config
+            if self.max_batch > 1 and _batches(method):
+                for job in list(self.pending):
+                    if len(batch) == self.max_batch:
+                        break
+                    if job.batches_with(first):
+                        self.pending.remove(job)
+                        batch.append(job)
+            self.running = batch
+            return batch
 
     def _work(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            if job.cancelled:
-                job.put(END)
-                continue
-            self.running = job
+        while (batch := self._next_batch()) is not None:
+            live = [job for job in batch if not job.cancelled]
             try:
-                run_streamed(job.ewe.runtime, job.prompt, job.dec, job.passages, job.stream)
-            except StreamCancelled:
-                pass
-            except Exception as e:  # the request's error, answered to its client; the worker goes on
-                job.put(Failed(e))
+                if live:
+                    self._answer(live)
+                    self.batches += 1
             finally:
-                self.running = None
-                self.served += 1
-                job.put(END)
+                with self.changed:
+                    self.running = []
+                self.served += len(batch)
+                for job in batch:
+                    job.put(END)
+
+    def _answer(self, jobs: list[Job]) -> None:
+        """Answer `jobs` as one batch; if the batch fails, each alone, so that an error reaches only
+        the request it belongs to (a stream shown part of a failed batch goes on from what it holds)."""
+        first = jobs[0]
+        try:
+            run_streamed(first.ewe.runtime, [j.prompt for j in jobs], first.dec,
+                         None if first.passages is None else [j.passages for j in jobs], [j.stream for j in jobs])
+        except Exception as e:  # the request's error, answered to its client; the worker goes on
+            if len(jobs) == 1:
+                first.put(Failed(e))
+                return
+            for job in jobs:
+                self._answer([job])
+
+
+def _batches(config) -> bool:
+    from ..methods.registry import method_class
+
+    return method_class(config.method).batches(config)

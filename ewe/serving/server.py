@@ -67,12 +67,13 @@ async def _send_error(send, error: APIError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32,
+def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32, max_batch: int = 1,
                max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
-    """The app over `models` (name -> EWE; the first is the default when a request names none)."""
+    """The app over `models` (name -> EWE; the first is the default when a request names none);
+    up to `max_batch` requests are decoded together where the method batches (scheduler.py)."""
     if not models:
         raise ValueError("ewe serve needs at least one configuration to serve")
-    scheduler = Scheduler(max_queue)
+    scheduler = Scheduler(max_queue, max_batch)
     default = next(iter(models))
 
     async def lifespan(app):
@@ -102,7 +103,8 @@ def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32,
     async def health():
         return {"status": "stopping" if scheduler.stopping else "ok", "models": list(models),
                 "queue": {"waiting": scheduler.waiting, "max": scheduler.max_queue,
-                          "running": scheduler.running is not None, "served": scheduler.served}}
+                          "running": len(scheduler.running), "max_batch": scheduler.max_batch,
+                          "served": scheduler.served, "batches": scheduler.batches}}
 
     @app.get("/v1/models")
     async def list_models():

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from ..engine.actions import Hook
+from ..engine.actions import Hook, Stop
 from ..engine.watch import watching
 from ..result import GenerationResult
 
@@ -68,12 +68,8 @@ def apply_events(events, text: str = "") -> str:
     return text
 
 
-class StreamCancelled(Exception):
-    """The reader went away: the answer loop stops at its next step."""
-
-
 class AnswerStream(Hook):
-    """Turns the answer loop's record into events for `emit` (see the module docstring).
+    """Turns the record of one row of the answer loop into events for `emit` (see the module docstring).
 
     Text ending in half a character (a token that is part of a UTF-8 sequence) is held back
     until the rest arrives. A retraction starts where the controller's backtrack starts (its
@@ -88,24 +84,29 @@ class AnswerStream(Hook):
         self.step = 0  # decoding steps of the answer loop so far
         self.first_text_step: int | None = None  # the step at which the reader got its first text
 
-    def follow(self, trace) -> None:
-        self.trace = trace
+    def watch(self, row: int, trace) -> None:
+        """Watch `row` of the loop now starting (`engine.watch.answer_watchers`); its hooks record
+        their backtracks in `trace`."""
+        self.row, self.trace = row, trace
         self.seen = len(trace.events) if trace is not None else 0
 
     def cancel(self) -> None:
+        """The reader went away: the row stops at its next token (the batch's other rows go on)."""
         self.cancelled.set()
 
-    # -- the loop's hook: look, never act ------------------------------------------------------
+    # -- the loop's hook: look; act only to stop a row nobody reads ---------------------------------
 
     def on_step(self, loop) -> None:
-        if self.cancelled.is_set():
-            raise StreamCancelled()
-        self.step = loop.decoded
-        self._show(loop.records[self.row].tokens)
+        if not loop.reasons[self.row]:
+            self.step = loop.decoded
+            self._show(loop.records[self.row].tokens)
 
     def on_token(self, loop, row: int, token: int, completed: list):
-        if row == self.row:
-            self._show(loop.records[row].tokens)
+        if row != self.row:
+            return None
+        if self.cancelled.is_set():
+            return Stop("cancelled")
+        self._show(loop.records[row].tokens)
         return None
 
     def on_end(self, loop, row: int, reason: str):
@@ -165,16 +166,18 @@ class AnswerStream(Hook):
             self.shown = text
 
 
-def run_streamed(runtime, prompt: str, dec, passages: list[str] | None, stream: AnswerStream) -> GenerationResult:
-    """Answer `prompt` with the configured method in this thread, `stream` watching the answer;
-    the events end with the method's final text and a Finished event."""
+def run_streamed(runtime, prompts: list[str], dec, passages: list[list[str]] | None,
+                 streams: list[AnswerStream]) -> list[GenerationResult]:
+    """Answer `prompts` with the configured method in this thread, as one batch where the method
+    batches, `streams[i]` watching answer i; each stream's events end with the method's final
+    text and a Finished event."""
     from ..methods.registry import method_class
 
-    with watching(stream):
-        [result] = method_class(runtime.config.method)(runtime).run_batch(
-            [prompt], dec, None if passages is None else [passages])
-    stream.finish(result)
-    return result
+    with watching(*streams):
+        results = method_class(runtime.config.method)(runtime).run_batch(prompts, dec, passages)
+    for stream, result in zip(streams, results):
+        stream.finish(result)
+    return results
 
 
 _END = object()
@@ -188,7 +191,7 @@ class _Failed:
 def stream_in_thread(runtime, prompt: str, dec, passages: list[str] | None) -> Iterator:
     """The events of `run_streamed`, decoded in a worker thread while the caller reads them.
 
-    A reader that stops early (closes the iterator) cancels the answer at its next step and
+    A reader that stops early (closes the iterator) cancels the answer at its next token and
     waits for the worker, so the model is free again when this returns. An error in the
     method is raised to the reader."""
     events: queue.SimpleQueue = queue.SimpleQueue()
@@ -196,9 +199,7 @@ def stream_in_thread(runtime, prompt: str, dec, passages: list[str] | None) -> I
 
     def work():
         try:
-            run_streamed(runtime, prompt, dec, passages, stream)
-        except StreamCancelled:
-            pass
+            run_streamed(runtime, [prompt], dec, None if passages is None else [passages], [stream])
         except BaseException as e:  # handed to the reader, who raises it
             events.put(_Failed(e))
         finally:
