@@ -111,7 +111,17 @@ def _follow_rows_taken_out() -> None:
             self.model._last = states[id(self.cache)]
         return branch(self, *args, **kwargs)
 
+    stack = DecodingSession.stack.__func__
+
+    def stack_rows(cls, sessions):  # the rows of several sessions, each following its own tokens
+        out = stack(cls, sessions)
+        states = states_of(sessions[0])
+        if states is not None and all(id(s.cache) in states for s in sessions):
+            states[id(out.cache)] = [(dict(seq), end) for s in sessions for seq, end in states[id(s.cache)]]
+        return out
+
     DecodingSession.take_row, DecodingSession.put_row, DecodingSession.branch = take_row, put_row, branch_from
+    DecodingSession.stack = classmethod(stack_rows)
 
 
 _follow_rows_taken_out()

@@ -154,9 +154,18 @@ def controlled(batch_rows: bool, **controller):
     {"rewrite_candidates": 2, "feedback_placement": "prompt", "max_retries": 1},  # candidates re-read the prompt
     {"max_retries": 0, "on_retries_exhausted": "stop"},  # a row that ends by its rewind
 ])
-def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(controller):
-    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein."]
+def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(controller, monkeypatch):
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
+               "Tell me a bio of Marie Curie."]
     alone = controlled(False, **controller).generate(prompts)
+    merged = []  # the rows whose candidate branches were decoded as one batch, per step
+    together_branches = TokenLoop._branch_together
+
+    def spy(loop, parked):
+        merged.append(sorted(parked))
+        return together_branches(loop, parked)
+
+    monkeypatch.setattr(TokenLoop, "_branch_together", spy)
     together = controlled(True, **controller).generate(prompts)
     for a, b in zip(alone, together):
         assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
@@ -164,6 +173,8 @@ def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(contro
         assert b.sentences == a.sentences
         assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4)
     assert any(r.stats["backtracks"] for r in together)
+    if controller.get("rewrite_candidates", 1) > 1:
+        assert [0, 3] in merged  # the two Marie Curie rows failed at the same step: one batch of candidates
 
 
 def test_batch_rows_refuse_what_they_cannot_do():

@@ -543,8 +543,9 @@ class ControlledRun(Hook):
 def run_rows(runs: list[ControlledRun]) -> list[GenerationResult]:
     """Several prompts' controlled runs decoded as the rows of one batch: each row with its own
     memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
-    that row alone), greedy rows writing what they write one by one. A row's check or candidate
-    round still holds the batch while it runs. The model's times in each row's stats are the batch's."""
+    that row alone, and decodes the candidate rounds rows ask for in the same step as one batch),
+    greedy rows writing what they write one by one. A row's check still holds the batch while it
+    runs. The model's times in each row's stats are the batch's."""
     from ..engine import RowHooks
     from ..memory import MemoryState
 

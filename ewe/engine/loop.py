@@ -18,7 +18,8 @@ sees every row (a stopped one with a placeholder), so each row draws the same ra
 as when all rows stay. In a batch each row may rewind and branch on its own (each with its own
 hooks: `RowHooks`): the row is taken out of the batch as a session of its own, the action is
 carried out on it exactly as for a single row, and the row is written back (right-aligned, the
-batch's rows ragged under their left padding); the other rows go on with the next step.
+batch's rows ragged under their left padding); the other rows go on with the next step. The
+branches several rows ask for in one step are decoded together as one batch.
 """
 from __future__ import annotations
 
@@ -45,9 +46,10 @@ class TokenLoop:
 
     def __init__(self, session: DecodingSession, sampler: Sampler, stop_ids: set[int], max_new_tokens: int,
                  records: list | None = None, hooks: list[Hook] | None = None, budget: int | None = None,
-                 compact: bool = True):
+                 compact: bool = True, row_max: list[int] | None = None):
         self.session, self.sampler, self.stop_ids = session, sampler, stop_ids
         self.max_new_tokens = max_new_tokens
+        self.row_max = row_max  # each row's own max_new_tokens (branches of several rows decoded together)
         self.records = records
         self.hook = Hooks(hooks or [])  # the hooks in order, answering as one
         self.budget = budget if budget is not None else max_new_tokens
@@ -98,7 +100,7 @@ class TokenLoop:
         return self.records
 
     def _limit(self, row: int) -> str | None:
-        if len(self.records[row].tokens) >= self.max_new_tokens:
+        if len(self.records[row].tokens) >= (self.row_max[row] if self.row_max else self.max_new_tokens):
             return "length"
         return "budget" if self.decoded >= self.budget else None
 
@@ -136,33 +138,50 @@ class TokenLoop:
         self.hook.on_step(self)
         fed = ids.tolist()
         fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
+        parked: dict[int, tuple[Branch, bool]] = {}  # rows whose hooks asked for a branch: decoded together
         for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist())):
             if self.reasons[row]:
                 continue  # stopped: its row leaves the batch before the next step
-            elif tok in self.stop_ids:
-                rewound = self._end(row, "eos")
-            elif (action := self._resolve(self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)),
-                                          row)) is not None:
-                if isinstance(action, Stop):
-                    self.reasons[row] = action.reason
-                    continue
-                rewound = self._carry(row, action)
-                if rewound is None:
-                    self.reasons[row] = "eos"  # the hook's text ended the answer
-                    self.parts.pop(row, None)
-                    if single:
-                        return None
-            else:
+            ending = tok in self.stop_ids
+            action = (self.hook.on_end(self, row, "eos") if ending else
+                      self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)))
+            if isinstance(action, Branch) and not single:
+                parked[row] = (action, ending)
                 continue
+            rewound = self._settle(row, self._resolve(action, row), ending)
             if single and rewound is not None:
                 return rewound
             if rewound is not None:
                 fresh[row] = rewound
+        while parked:  # one batch for every row's branch, then each row's answer to it
+            decoded = self._branch_together(parked)
+            again = {}
+            for row, (branch, ending) in parked.items():
+                action = branch.then(*decoded[row])
+                if isinstance(action, Branch):
+                    again[row] = (action, ending)
+                elif (rewound := self._settle(row, action, ending)) is not None:
+                    fresh[row] = rewound
+            parked = again
         if all(self.reasons[r] or self._limit(r) or r in fresh for r in range(len(self.records))):
             if all(self.reasons):
                 return None
             return self._put_back(fresh, logits)  # nothing to feed: the next round samples or ends the rows
         return self._put_back(fresh, self._forward(lambda: self._step(fed), "decode"))
+
+    def _settle(self, row: int, action, ending: bool) -> torch.Tensor | None:
+        """Carry out a row's final answer to its token (or, `ending`, to its end of sequence): the row's
+        next logits after a Rewind; None when it goes on as it is, or stopped (its reason set)."""
+        if action is None and not ending:
+            return None
+        if isinstance(action, Stop):
+            self.reasons[row] = action.reason
+            return None
+        rewound = None if action is None else self._carry(row, action)
+        if rewound is None:
+            self.reasons[row] = "eos"  # the end of sequence, or the hook's text that ended the answer
+            self.parts.pop(row, None)
+        return rewound
 
     def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
         """Write the rows that rewound back into the batch (after its step) with their own next logits."""
@@ -242,6 +261,55 @@ class TokenLoop:
         self.branch_s += seconds
         return branch.records, rows_loop.reasons, decoded, seconds
 
+    def _branch_together(self, parked: dict[int, tuple[Branch, bool]]) -> dict[int, tuple]:
+        """Decode the branches several rows asked for in one step as one batch (each branch's rows
+        sampled by its own sampler, stopped by its own hooks, up to its own length); what `then`
+        takes, per row. One branch, or branches of both kinds, are decoded as `_branch` does."""
+        rows = list(parked)
+        branches = [parked[r][0] for r in rows]
+        if len(rows) == 1 or len({b.prompt_ids is None for b in branches}) > 1:
+            return {r: self._branch(b, r) for r, b in zip(rows, branches)}
+        t0 = time.perf_counter()
+        counts = [len(b.records) for b in branches]
+        of_row = [i for i, c in enumerate(counts) for _ in range(c)]  # the branch of each merged row
+        if branches[0].prompt_ids is None:
+            parts = [self.session.take_row(self.session_row(r)).branch(self.row_prompt[r] + b.start, len(b.records),
+                                                                        b.memory_state)
+                     for r, b in zip(rows, branches)]
+            session = DecodingSession.stack([p[0] for p in parts])
+            logits = torch.cat([p[1] for p in parts])
+            prompt = [self.row_prompt[rows[i]] for i in of_row]
+        else:
+            session = self.session.fresh()
+            session.set_row_memories([b.prompt_memory_state for b in branches])
+            width = max(len(b.prompt_ids) for b in branches)
+            ids = torch.tensor([[0] * (width - len(b.prompt_ids)) + b.prompt_ids for b in branches])
+            valid = torch.tensor([[0] * (width - len(b.prompt_ids)) + [1] * len(b.prompt_ids) for b in branches])
+            logits = session.prefill(ids, valid)[of_row]
+            session.select_rows(of_row)
+            session.set_row_memories([None if b.memory_state is None else b.memory_state.select_rows([k])
+                                      for b, c in zip(branches, counts) for k in range(c)])
+            prompt = [len(branches[i].prompt_ids) for i in of_row]
+        records = [rec for b in branches for rec in b.records]
+        groups, at = [], 0
+        for b, c in zip(branches, counts):
+            groups.append((range(at, at + c), b.sampler))
+            at += c
+        together = TokenLoop(session, None, self.stop_ids, max(b.start + b.max_tokens for b in branches),
+                             records=records, hooks=[RowHooks([list(branches[i].hooks) for i in of_row])],
+                             row_max=[branches[i].start + branches[i].max_tokens for i in of_row])
+        together.sampler = _GroupSampler(together, groups)
+        together.row_prompt = prompt
+        together.run_from(logits, max(prompt))
+        seconds = time.perf_counter() - t0
+        self.branch_s += seconds
+        decoded = [sum(len(rec.tokens) - b.start for rec in b.records) for b in branches]
+        out, at = {}, 0
+        for r, b, c, n in zip(rows, branches, counts, decoded):
+            out[r] = (b.records, together.reasons[at:at + c], n, seconds * n / max(1, sum(decoded)))
+            at += c
+        return out
+
     def apply(self, action: Rewind) -> torch.Tensor | None:
         """Carry out a hook's Rewind on a one-row loop; the logits to go on from (None when the answer ended)."""
         if len(self.records) != 1:
@@ -275,6 +343,25 @@ class TokenLoop:
             rec.finish(complete=True)
             return None
         return logits
+
+
+class _GroupSampler:
+    """Each branch's rows sampled by that branch's own sampler, as when it is decoded alone: a
+    branch whose rows all stopped draws no more (its sampler's random numbers stay its own)."""
+
+    def __init__(self, loop: TokenLoop, groups: list[tuple[range, Sampler]]):
+        self.loop, self.groups = loop, groups
+
+    def __call__(self, logits: torch.Tensor):
+        ids = torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device)
+        logprobs = torch.zeros(logits.shape[0])
+        entropies = torch.zeros(logits.shape[0])
+        for rows, sampler in self.groups:
+            if all(self.loop.reasons[r] for r in rows):
+                continue
+            i, lp, ent = sampler(logits[rows.start:rows.stop])
+            ids[rows.start:rows.stop], logprobs[rows.start:rows.stop], entropies[rows.start:rows.stop] = i, lp, ent
+        return ids, logprobs, entropies
 
 
 class RowView:

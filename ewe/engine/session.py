@@ -209,6 +209,31 @@ class DecodingSession:
                              f"(got {self.kv_cache!r}); or decode the prompts one by one (controller.batch_rows: "
                              "false)")
 
+    @classmethod
+    @torch.inference_mode()
+    def stack(cls, sessions: list["DecodingSession"]) -> "DecodingSession":
+        """One session whose rows are the rows of `sessions` in order (each right-aligned, padded on
+        its left), each reading its own memory: several rows' branches decoded as one batch."""
+        first = sessions[0]
+        if any(s.kv_cache != "dynamic" for s in sessions):
+            raise ValueError("stack: branches of several rows decoded as one batch need decoding.kv_cache 'dynamic'")
+        width = max(s.length for s in sessions)
+
+        def padded(t: torch.Tensor, s: "DecodingSession", dim: int) -> torch.Tensor:
+            pad = [0, 0] * (t.dim() - 1 - dim) + [width - s.length, 0]
+            return torch.nn.functional.pad(t, pad)
+
+        out = first.fresh()
+        out.cache = DynamicCache(config=first.model.config)
+        for i in range(len(first.cache.layers)):
+            out.cache.update(torch.cat([padded(s.cache.layers[i].keys, s, 2) for s in sessions]),
+                             torch.cat([padded(s.cache.layers[i].values, s, 2) for s in sessions]), i)
+        out.tokens = torch.cat([padded(s.tokens, s, 1) for s in sessions])
+        out.valid = torch.cat([padded(s.valid, s, 1) for s in sessions])
+        out.set_row_memories([None if s.memory_state is None else s.memory_state.select_rows([k])
+                              for s in sessions for k in range(s.tokens.shape[0])])
+        return out
+
     @torch.inference_mode()
     def take_row(self, row: int) -> "DecodingSession":
         """Row `row` as a one-row session of its own (a copy, without its padding), reading its own
