@@ -64,7 +64,7 @@ def run_batch_bench(args, load_ewe) -> int:
     method.run_batch([prompts[0]], rt.greedy(dec, 4), None if passages is None else [passages[0]])  # warm up
     runs = {"one by one": one_by_one, "batched": batched}
     seconds = {name: [] for name in runs}
-    tokens, answers = {}, {}
+    tokens, answers, checks = {}, {}, {}
     for rep in range(args.repeats):
         for name in (runs if rep % 2 == 0 else reversed(list(runs))):
             t0 = time.perf_counter()
@@ -72,6 +72,10 @@ def run_batch_bench(args, load_ewe) -> int:
             seconds[name].append(time.perf_counter() - t0)
             tokens[name] = sum(len(r.token_ids) for r in results)
             answers[name] = [r.token_ids for r in results]
+            # every check's own time (claim extraction, evidence search, judge; the candidates' checks
+            # included, not their decoding): one row's check holds the whole batch while it runs
+            checks[name] = sum(r.stats.get(k, 0.0) for r in results
+                               for k in ("check_extract_s", "check_search_s", "check_judge_s"))
     same = sum(a == b for a, b in zip(answers["one by one"], answers["batched"]))
     med = {name: statistics.median(s) for name, s in seconds.items()}
     ratio = med["one by one"] / med["batched"]
@@ -82,12 +86,16 @@ def run_batch_bench(args, load_ewe) -> int:
     print(f"{'run':<14}{'seconds':>10}{'tokens':>9}{'tokens/s':>10}")
     for name in runs:
         print(f"{name:<14}{med[name]:>10.1f}{tokens[name]:>9}{tokens[name] / med[name]:>10.2f}")
+    if controlled:
+        print(f"of which the rows' checks (serial in both runs): {checks['one by one']:.1f} s one by one, "
+              f"{checks['batched']:.1f} s batched")
     print(f"throughput, batched vs one by one: {ratio:.2f}x; rows that wrote what they write alone: "
           f"{same}/{len(prompts)}" + ("" if same == len(prompts) else " (the ratio compares different work)"))
     if args.out:
         write_json(args.out, {"prompts": len(prompts), "passages": args.passages, "config": args.config,
                               "max_new_tokens": cfg.decoding.max_new_tokens, "repeats": args.repeats,
                               "threads": torch.get_num_threads(), "seconds": seconds, "median_s": med,
-                              "tokens": tokens, "throughput_ratio": round(ratio, 3), "same_rows": same})
+                              "tokens": tokens, "check_s": checks, "throughput_ratio": round(ratio, 3),
+                              "same_rows": same})
     return 0
 
