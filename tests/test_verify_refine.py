@@ -299,3 +299,20 @@ def test_report_gives_refinement_tokens_and_the_efficiency_of_streaming_over_ful
     md = (tmp_path / "report" / "results.md").read_text()
     assert "Refine tokens" in md and "Full-VR" in md and "75.0%" in md
     assert "| bare |" in md and md.count("–") >= 1  # no refinement count for other methods
+
+
+# -- streamed ----------------------------------------------------------------------------------
+
+
+def test_streaming_vr_streams_its_refinement_as_a_retraction_and_full_vr_its_answer_at_the_end():
+    from ewe.serving import Finished, Retraction, TextDelta, apply_events
+
+    ewe, _ = make(Script([f"{S1} {S2_AFTER_ERROR} {S3}", f"{R1} {S2} {S3}"], {S1: R1}))
+    events = list(ewe.stream(PROMPT))
+    [retraction] = [e for e in events if isinstance(e, Retraction)]
+    assert retraction.at == 0 and retraction.removed.startswith(S1)
+    assert retraction.reason == "refined sentence replaces the failed one"
+    assert apply_events(events) == events[-1].result.text == f"{R1} {S2} {S3}"
+    ewe, _ = make(Script([f"{S2} {S1} {S3}"]), method="full-vr")
+    events = list(ewe.stream(PROMPT))  # composed after its stages: the whole answer, once
+    assert [type(e) for e in events] == [TextDelta, Finished] and events[0].text == FULL_REFINED

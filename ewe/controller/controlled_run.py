@@ -550,7 +550,7 @@ def run_rows(runs: list[ControlledRun]) -> list[GenerationResult]:
     from ..memory import MemoryState
 
     t_start = time.perf_counter()
-    rt, dec = runs[0].runtime, runs[0].dec
+    rt = runs[0].runtime
     if rt.config.decoding.kv_cache != "dynamic" or rt.config.memory.reencode_context:
         raise ValueError("controller.batch_rows decodes rows that rewind on their own, which needs "
                          "decoding.kv_cache 'dynamic' and memory.reencode_context false; set controller.batch_rows: "
