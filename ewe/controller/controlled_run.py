@@ -430,10 +430,11 @@ class ControlledRun(Hook):
         loop.run(torch.tensor([ids]))
         return self.result(loop, t_start)
 
-    def loop(self, session, hooks) -> TokenLoop:
+    def loop(self, session, hooks, records: list | None = None) -> TokenLoop:
+        """The token loop that writes this answer (`records`: the rows' records when it writes several)."""
         dec = self.dec
         return TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.runtime.stop_ids,
-                         dec.max_new_tokens, records=[self.tracker], hooks=hooks,
+                         dec.max_new_tokens, records=records or [self.tracker], hooks=hooks,
                          budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
 
     def prepare(self) -> list[int]:
@@ -560,8 +561,7 @@ def run_rows(runs: list[ControlledRun]) -> list[GenerationResult]:
     session = rt.session(MemoryState.stack(states), runs[0].offset)
     session.set_row_memories(states)
     loop = runs[0].loop(session, [RowHooks([[run, run.banned, *answer_watchers(run.trace, row)]
-                                            for row, run in enumerate(runs)])])
-    loop.records = [run.tracker for run in runs]
+                                            for row, run in enumerate(runs)])], [run.tracker for run in runs])
     for row, run in enumerate(runs):
         run.session = loop.row_view(row)
     input_ids, valid = rt.left_pad(ids)

@@ -105,16 +105,8 @@ class TokenLoop:
         return "budget" if self.decoded >= self.budget else None
 
     def _end(self, row: int, reason: str) -> torch.Tensor | None:
-        """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if it stopped.
-
-        A rewind asked for at the budget is still carried out (the text it removes stays removed)."""
-        action = self._resolve(self.hook.on_end(self, row, reason), row)
-        logits = None if action is None else self._carry(row, action)
-        if logits is None or (reason != "eos" and self.decoded >= self.budget):
-            self.reasons[row] = reason
-            self.parts.pop(row, None)
-            return None
-        return logits
+        """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if it stopped."""
+        return self._settle(row, self._resolve(self.hook.on_end(self, row, reason), row), reason)
 
     def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
         """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
@@ -138,12 +130,12 @@ class TokenLoop:
         self.hook.on_step(self)
         fed = ids.tolist()
         fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
-        parked: dict[int, tuple[Branch, bool]] = {}  # rows whose hooks asked for a branch: decoded together
+        parked: dict[int, tuple[Branch, str | None]] = {}  # rows whose hooks asked for a branch: decoded together
         for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist())):
             if self.reasons[row]:
                 continue  # stopped: its row leaves the batch before the next step
-            ending = tok in self.stop_ids
-            action = (self.hook.on_end(self, row, "eos") if ending else
+            ending = "eos" if tok in self.stop_ids else None
+            action = (self.hook.on_end(self, row, ending) if ending else
                       self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)))
             if isinstance(action, Branch) and not single:
                 parked[row] = (action, ending)
@@ -169,18 +161,21 @@ class TokenLoop:
             return self._put_back(fresh, logits)  # nothing to feed: the next round samples or ends the rows
         return self._put_back(fresh, self._forward(lambda: self._step(fed), "decode"))
 
-    def _settle(self, row: int, action, ending: bool) -> torch.Tensor | None:
-        """Carry out a row's final answer to its token (or, `ending`, to its end of sequence): the row's
-        next logits after a Rewind; None when it goes on as it is, or stopped (its reason set)."""
-        if action is None and not ending:
+    def _settle(self, row: int, action, ending: str | None) -> torch.Tensor | None:
+        """Carry out a row's final answer to its token, or to its end (`ending`: "eos", "length",
+        "budget"): the row's next logits after a Rewind; None when it goes on as it is, or stopped
+        (its reason set). A rewind asked for at the budget is still carried out (the text it
+        removes stays removed), and the row stops."""
+        if action is None and ending is None:
             return None
         if isinstance(action, Stop):
             self.reasons[row] = action.reason
             return None
         rewound = None if action is None else self._carry(row, action)
-        if rewound is None:
-            self.reasons[row] = "eos"  # the end of sequence, or the hook's text that ended the answer
+        if rewound is None or (ending not in (None, "eos") and self.decoded >= self.budget):
+            self.reasons[row] = ending or "eos"  # its end, or the hook's text that ended the answer
             self.parts.pop(row, None)
+            return None
         return rewound
 
     def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
@@ -261,7 +256,7 @@ class TokenLoop:
         self.branch_s += seconds
         return branch.records, rows_loop.reasons, decoded, seconds
 
-    def _branch_together(self, parked: dict[int, tuple[Branch, bool]]) -> dict[int, tuple]:
+    def _branch_together(self, parked: dict[int, tuple[Branch, str | None]]) -> dict[int, tuple]:
         """Decode the branches several rows asked for in one step as one batch (each branch's rows
         sampled by its own sampler, stopped by its own hooks, up to its own length); what `then`
         takes, per row. One branch, or branches of both kinds, are decoded as `_branch` does."""

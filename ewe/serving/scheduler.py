@@ -114,8 +114,7 @@ class Scheduler:
                 return None
             first = self.pending.popleft()
             batch = [first]
-            method = first.ewe.runtime.config
-            if self.max_batch > 1 and _batches(method):
+            if self.max_batch > 1 and _batches(first.ewe.runtime.config):
                 for job in list(self.pending):
                     if len(batch) == self.max_batch:
                         break
