@@ -182,3 +182,100 @@ def test_batch_rows_refuse_what_they_cannot_do():
     ewe.runtime.config.decoding.kv_cache = "static"
     with pytest.raises(ValueError, match="batch_rows"):
         ewe.generate(["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein."])
+
+
+# -- continuous batching: rows join a running batch as others end ------------------------------------
+
+class ListFeed:
+    """Offers the given rows in order as rows free up; keeps what ended, and when each joined and ended."""
+
+    def __init__(self, rows):
+        from collections import deque
+
+        self.waiting = deque(enumerate(rows))
+        self.ended_rows, self.events, self.slot_of = {}, [], {}
+
+    def joining(self, loop, rows):
+        out = []
+        for row in rows:
+            if not self.waiting:
+                break
+            i, new = self.waiting.popleft()
+            self.slot_of[row] = i
+            self.events.append(("join", i, loop.decoded))
+            out.append(new)
+        return out
+
+    def ended(self, loop, row):
+        i = self.slot_of.pop(row)
+        self.events.append(("end", i, loop.decoded))
+        self.ended_rows[i] = (loop.records[row], loop.reasons[row])
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 3])
+def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
+    """Continuous batching: each prompt, joining when a row is free, with its own memory, token limit
+    and rewinds, writes (greedy) what it writes decoded alone; rows join before the batch ends."""
+    from ewe.engine import Continuation, JoiningRow
+
+    ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
+    ids, states = _rows(ewe)
+    limits = [14, 6, 10, 12]
+    alone = [_alone(ewe, i, s, r, n) for i, s, r, n in zip(ids, states, REWINDS, limits)]
+    records = [Continuation() for _ in PROMPTS]
+    feed = ListFeed([JoiningRow(i, rec, [RewindOnce(rec, **r)], s, n, budget=n)
+                     for i, rec, r, s, n in zip(ids, records, REWINDS, states, limits)])
+    loop = TokenLoop(ewe.runtime.session(None, ewe.config.memory.unit_tokens), Sampler(), ewe.stop_ids, 14)
+    loop.run_fed(feed, capacity)
+    assert sorted(feed.ended_rows) == [0, 1, 2, 3]
+    for i, a in enumerate(alone):
+        rec, reason = feed.ended_rows[i]
+        assert rec is records[i] and rec.token_ids == a.token_ids, f"prompt {i}"
+        assert rec.logprobs == pytest.approx(a.logprobs, abs=1e-4), f"prompt {i}"
+        assert reason == a.finish_reason == rec.finish_reason
+    assert len(loop.records) == capacity  # a free row is taken again, the batch never grows past capacity
+    joined = {i: step for kind, i, step in feed.events if kind == "join"}
+    ended = {i: step for kind, i, step in feed.events if kind == "end"}
+    assert joined[capacity] == min(ended.values())  # the first free row is taken at the very next step
+    if capacity > 1:
+        assert joined[capacity] < max(ended[i] for i in range(capacity))  # ...while other rows still write
+
+
+def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
+    from ewe.controller.controlled_run import ControlledRows, RowRequest, answer_loop, memory_offset
+
+    ewe = controlled(True)
+    rt = ewe.runtime
+    from ewe.controller.controlled_run import ControlledRun
+    from ewe.methods.registry import method_class  # noqa: F401  (the method's settings are registered)
+
+    dec = ewe._decoding()
+    runs = [ControlledRun(rt, rt.fact_checker(), p, dec, passages) for p, passages in
+            [("Tell me a bio of Marie Curie.", None), ("Tell me a bio of Albert Einstein.", ["x" * 10]),
+             ("Tell me a bio of someone famous.", None)]]
+    runs[1].prepare = lambda: (_ for _ in ()).throw(RuntimeError("no such passage"))
+    done, failed = {}, {}
+    waiting = [RowRequest(run, [], lambda r, i=i: done.__setitem__(i, r), lambda e, i=i: failed.__setitem__(i, e))
+               for i, run in enumerate(runs)]
+    loop = answer_loop(rt, dec, rt.session(None, memory_offset(rt.config)))
+    loop.run_fed(ControlledRows(lambda n: [waiting.pop(0) for _ in range(min(n, len(waiting)))]), 2)
+    assert sorted(done) == [0, 2] and list(failed) == [1] and "no such passage" in str(failed[1])
+    alone = controlled(False).generate(["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."])
+    assert [done[0].text, done[2].text] == [a.text for a in alone]
+
+
+@pytest.mark.parametrize("controller", [{}, {"rewrite_candidates": 3, "max_retries": 1}])
+def test_controlled_rows_joining_as_rows_free_up_answer_as_one_by_one(controller):
+    from ewe.controller.controlled_run import ControlledRun, run_rows
+
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
+               "Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]
+    alone = controlled(False, **controller).generate(prompts)
+    ewe = controlled(True, **controller)
+    rt = ewe.runtime
+    checker = rt.fact_checker()
+    together = run_rows([ControlledRun(rt, checker, p, ewe._decoding(), None) for p in prompts], capacity=2)
+    for a, b in zip(alone, together):
+        assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
+        assert [(e["type"], e["step"]) for e in b.trace] == [(e["type"], e["step"]) for e in a.trace]
+        assert b.sentences == a.sentences

@@ -315,7 +315,8 @@ def test_run_writes_the_timed_answers_and_resumes(tmp_path, monkeypatch, capsys)
 # -- batch ------------------------------------------------------------------------------------------
 
 
-def test_batch_compares_rows_of_one_batch_with_one_by_one(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("max_batch", [None, 2])  # 2: the third prompt joins as a row ends
+def test_batch_compares_rows_of_one_batch_with_one_by_one(tmp_path, monkeypatch, capsys, max_batch):
     config = tmp_path / "ewe.yaml"
     config.write_text(yaml.safe_dump({
         "memory": {"unit_tokens": 24, "retrieval_units": 2, "feedback_units": 2},
@@ -332,11 +333,11 @@ def test_batch_compares_rows_of_one_batch_with_one_by_one(tmp_path, monkeypatch,
     monkeypatch.setattr(cli, "_load_ewe", load)
     out_json = tmp_path / "b.json"
     assert cli.main(["bench", "batch", "--config", str(config), "--prompts", "3", "--max-new-tokens", "40",
-                     "--out", str(out_json)]) == 0
+                     "--out", str(out_json)] + (["--max-batch", str(max_batch)] if max_batch else [])) == 0
     out = capsys.readouterr().out
     table = rows(out, "one batched")
     assert set(table) == {"one", "batched"}
     assert "rows that wrote what they write alone: 3/3" in out
     r = json.loads(out_json.read_text())
     assert r["tokens"]["one by one"] == r["tokens"]["batched"] > 0 and positive(r["throughput_ratio"])
-    assert r["same_rows"] == 3
+    assert r["same_rows"] == 3 and r["max_batch"] == max_batch

@@ -217,8 +217,8 @@ def test_the_serve_command_refuses_a_port_out_of_range(capsys):
 
 
 def test_queued_requests_are_answered_together_as_rows_of_one_batch():
-    """Three requests queued behind a first one run as one batch (each row with its own controller,
-    one of them streamed with its retraction), answering what each gets alone."""
+    """Three requests queued behind a first one join its running batch (each row with its own
+    controller, one of them streamed with its retraction), answering what each gets alone."""
     from test_batch_rows import controlled
 
     alone = controlled(False)
@@ -267,4 +267,43 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch():
         queue = http.get(f"{base}/health").json()["queue"]
     assert [answers[i] for i in range(4)] == expected
     assert answers["retractions"] == 1  # the streamed Marie Curie row withdrew its wrong sentence
-    assert queue["served"] == 4 and queue["batches"] == 2  # the first alone, then the three together
+    assert queue["served"] == 4 and queue["batches"] == 1  # the three joined the first one's running batch
+
+
+def test_a_request_joins_the_running_batch_and_is_answered_when_its_own_row_ends():
+    """Continuous batching: a request sent while another is being written joins its batch at the
+    next step (no second batch) and is answered as soon as its own, shorter, answer ends."""
+    from test_batch_rows import controlled
+
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]
+    expected = [r.text for r in controlled(False).generate(prompts)]
+    ewe = controlled(True)
+    gate, script = threading.Event(), ewe.model.script
+
+    def gated(generated, units, prompt):  # the first answer pauses after 5 tokens until the second request waits
+        if len(generated) == 5 and "Marie Curie" in ewe.tokenizer.decode(prompt):
+            gate.wait(timeout=60)
+        return script(generated, units, prompt)
+
+    gated.wants_prompt = True
+    ewe.model.script = gated
+    with serving({"ewe": ewe}, max_batch=4) as base, httpx.Client(timeout=60) as http:
+        answered = []
+
+        def ask(i):
+            body = {"messages": [{"role": "user", "content": prompts[i]}]}
+            text = http.post(f"{base}/v1/chat/completions", json=body).json()["choices"][0]["message"]["content"]
+            answered.append((i, text))
+
+        first = threading.Thread(target=ask, args=(0,))
+        first.start()
+        wait_for(lambda: http.get(f"{base}/health").json()["queue"]["running"] == 1)
+        second = threading.Thread(target=ask, args=(1,))
+        second.start()
+        wait_for(lambda: http.get(f"{base}/health").json()["queue"]["waiting"] == 1)
+        gate.set()
+        first.join(60), second.join(60)
+        queue = http.get(f"{base}/health").json()["queue"]
+    assert sorted(answered) == list(enumerate(expected))
+    assert [i for i, _ in answered] == [1, 0]  # the shorter answer, started later, came back first
+    assert queue["served"] == 2 and queue["batches"] == 1

@@ -22,6 +22,9 @@ def add_bench_arguments(p) -> None:
     p.add_argument("--repeats", type=positive_int, default=1, help="each way, interleaved")
     p.add_argument("--passages", choices=["given", "retrieve"], default="given",
                    help="given: each prompt's own Wikipedia summary (no datastore); retrieve: the configuration's")
+    p.add_argument("--max-batch", type=positive_int, default=None,
+                   help="rows decoded at once (controller.max_rows: the next prompt joins as a row ends); "
+                   "default: all the prompts")
     p.add_argument("--out", help="write the figures as JSON here")
 
 
@@ -54,12 +57,12 @@ def run_batch_bench(args, load_ewe) -> int:
 
     def batched():
         if controlled:
-            cfg.controller.batch_rows = True
+            cfg.controller.batch_rows, cfg.controller.max_rows = True, args.max_batch
         try:
             return method.run_batch(prompts, dec, passages)
         finally:
             if controlled:
-                cfg.controller.batch_rows = False
+                cfg.controller.batch_rows, cfg.controller.max_rows = False, None
 
     method.run_batch([prompts[0]], rt.greedy(dec, 4), None if passages is None else [passages[0]])  # warm up
     runs = {"one by one": one_by_one, "batched": batched}
@@ -81,7 +84,9 @@ def run_batch_bench(args, load_ewe) -> int:
     ratio = med["one by one"] / med["batched"]
     print(f"batch bench: {len(prompts)} bio prompts, {args.passages} passages, greedy, "
           f"{cfg.decoding.max_new_tokens} new tokens at most, config {args.config} (method {cfg.method}"
-          f"{', controller batch_rows' if controlled else ', plain batched decoding'}), {args.repeats} repeat(s) "
+          f"{', controller batch_rows' if controlled else ', plain batched decoding'}"
+          f"{f', at most {args.max_batch} rows at once' if controlled and args.max_batch else ''}), "
+          f"{args.repeats} repeat(s) "
           f"interleaved, threads {torch.get_num_threads()}")
     print(f"{'run':<14}{'seconds':>10}{'tokens':>9}{'tokens/s':>10}")
     for name in runs:
@@ -94,6 +99,7 @@ def run_batch_bench(args, load_ewe) -> int:
     if args.out:
         write_json(args.out, {"prompts": len(prompts), "passages": args.passages, "config": args.config,
                               "max_new_tokens": cfg.decoding.max_new_tokens, "repeats": args.repeats,
+                              "max_batch": args.max_batch,
                               "threads": torch.get_num_threads(), "seconds": seconds, "median_s": med,
                               "tokens": tokens, "check_s": checks, "throughput_ratio": round(ratio, 3),
                               "same_rows": same})

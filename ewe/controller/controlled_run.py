@@ -12,15 +12,17 @@ checker picks among them (rewrites.py).
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Callable
 
 import time
 import warnings
 
 import torch
 
-from ..engine import BanFirstTokens, Branch, Hook, Rewind, Sampler, TokenLoop
-from ..engine.watch import answer_watchers
+from ..engine import BanFirstTokens, Branch, Hook, JoiningRow, Rewind, RowFeed, Sampler, TokenLoop
+from ..engine.watch import answer_watchers, prompt_watchers
 from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.claims import prompt_person
@@ -405,8 +407,8 @@ class ControlledRun(Hook):
         return self.retry_sampler if self.rewriting is not None else None
 
     def on_step(self, loop: TokenLoop) -> None:
-        self.decoded = loop.decoded
-        self.trace.step_to(loop.decoded)
+        self.decoded += 1  # this answer's own steps (a row that joined a running batch counts from its start)
+        self.trace.step_to(self.decoded)
         for sched in self.schedules.values():
             sched.tick()
 
@@ -430,12 +432,9 @@ class ControlledRun(Hook):
         loop.run(torch.tensor([ids]))
         return self.result(loop, t_start)
 
-    def loop(self, session, hooks, records: list | None = None) -> TokenLoop:
-        """The token loop that writes this answer (`records`: the rows' records when it writes several)."""
-        dec = self.dec
-        return TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), self.runtime.stop_ids,
-                         dec.max_new_tokens, records=records or [self.tracker], hooks=hooks,
-                         budget=self.cfg.max_total_tokens or 4 * dec.max_new_tokens)
+    def loop(self, session, hooks) -> TokenLoop:
+        """The token loop that writes this answer."""
+        return answer_loop(self.runtime, self.dec, session, [self.tracker], hooks)
 
     def prepare(self) -> list[int]:
         """Everything before decoding: the prompt's passages (retrieved, or given) in the prompt or in
@@ -456,7 +455,7 @@ class ControlledRun(Hook):
         elif self.initial_passages:
             self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
-        self.offset = rt.config.memory.unit_tokens if self.memory.capacity else 0
+        self.offset = memory_offset(rt.config)
         [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], self.offset)
         self.prompt_len = len(ids)
         self.retry_sampler = None
@@ -470,12 +469,17 @@ class ControlledRun(Hook):
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
         return ids
 
-    def result(self, loop: TokenLoop, t_start: float, row: int = 0) -> GenerationResult:
-        """This prompt's answer (row `row` of the loop) with its sentences, stats and trace."""
+    def result(self, loop: TokenLoop, t_start: float, row: int = 0,
+               since: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> GenerationResult:
+        """This prompt's answer (row `row` of the loop) with its sentences, stats and trace; `since`:
+        the loop's prefill, decode and rewind seconds when the row joined (its model times are the
+        batch's from then on)."""
         t, finish = self.tracker, loop.reasons[row]
         total = time.perf_counter() - t_start
         sec = self.seconds
-        measured = (loop.prefill_s + loop.decode_s + loop.rewind_s + sec["retrieve"] + sec["encode"] + sec["check"]
+        prefill_s, decode_s, rewind_s = (now - then for now, then in
+                                         zip((loop.prefill_s, loop.decode_s, loop.rewind_s), since))
+        measured = (prefill_s + decode_s + rewind_s + sec["retrieve"] + sec["encode"] + sec["check"]
                     + sec["repeats"] + sec["rewrite"])
         self.trace.add("finish", reason=finish, new_tokens=len(t.tokens), decoded_tokens=self.decoded,
                        backtracks=self.backtracks)
@@ -517,9 +521,9 @@ class ControlledRun(Hook):
             check_s=round(sec["check"], 4),
             rewrite_s=round(sec["rewrite"], 4),
             total_s=round(total, 4),
-            prefill_s=round(loop.prefill_s, 4),
-            decode_s=round(loop.decode_s, 4),
-            backtrack_s=round(loop.rewind_s, 4),
+            prefill_s=round(prefill_s, 4),
+            decode_s=round(decode_s, 4),
+            backtrack_s=round(rewind_s, 4),
             repeats_s=round(sec["repeats"], 4),
             check_candidates_s=round(sec["check_candidates"], 4),
             check_extract_s=round(sec["check_extract"], 4),
@@ -541,32 +545,97 @@ class ControlledRun(Hook):
         )
 
 
-def run_rows(runs: list[ControlledRun]) -> list[GenerationResult]:
-    """Several prompts' controlled runs decoded as the rows of one batch: each row with its own
-    memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
-    that row alone, and decodes the candidate rounds rows ask for in the same step as one batch),
-    greedy rows writing what they write one by one. A row's check still holds the batch while it
-    runs. The model's times in each row's stats are the batch's."""
-    from ..engine import RowHooks
-    from ..memory import MemoryState
+def memory_offset(config) -> int:
+    """Where an answer's context positions start: after the memory's unit positions, if it has any."""
+    return config.memory.unit_tokens if config.memory.retrieval_units + config.memory.feedback_units else 0
 
-    t_start = time.perf_counter()
-    rt = runs[0].runtime
-    if rt.config.decoding.kv_cache != "dynamic" or rt.config.memory.reencode_context:
+
+def answer_loop(runtime, dec, session, records: list | None = None, hooks: list | None = None) -> TokenLoop:
+    """The token loop that writes controlled answers (`records`: its rows' records; none for a loop
+    whose rows join as they free up)."""
+    return TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), runtime.stop_ids, dec.max_new_tokens,
+                     records=records, hooks=hooks, budget=runtime.config.controller.max_total_tokens
+                     or 4 * dec.max_new_tokens)
+
+
+def check_rows(config) -> None:
+    """Controlled answers as rows of one batch rewind on their own: say so where the settings cannot."""
+    if config.decoding.kv_cache != "dynamic" or config.memory.reencode_context:
         raise ValueError("controller.batch_rows decodes rows that rewind on their own, which needs "
                          "decoding.kv_cache 'dynamic' and memory.reencode_context false; set controller.batch_rows: "
                          "false to decode the prompts one by one")
-    ids = [run.prepare() for run in runs]
-    states = [run.memory.state() if len(run.memory) else None for run in runs]
-    session = rt.session(MemoryState.stack(states), runs[0].offset)
-    session.set_row_memories(states)
-    loop = runs[0].loop(session, [RowHooks([[run, run.banned, *answer_watchers(run.trace, row)]
-                                            for row, run in enumerate(runs)])], [run.tracker for run in runs])
-    for row, run in enumerate(runs):
-        run.session = loop.row_view(row)
-    input_ids, valid = rt.left_pad(ids)
-    loop.run(input_ids, valid)
-    return [run.result(loop, t_start, row) for row, run in enumerate(runs)]
+
+
+@dataclass
+class RowRequest:
+    """A controlled run waiting to join a batch: who watches its answer, who gets its result, and
+    who gets its error (None: the error ends the whole batch)."""
+
+    run: ControlledRun
+    watchers: list
+    done: Callable[[GenerationResult], None]
+    failed: Callable[[BaseException], None] | None = None
+
+
+class ControlledRows(RowFeed):
+    """Controlled runs as the rows of one continuously batched loop (`TokenLoop.run_fed`): a run
+    joins when a row is free (its passages retrieved and encoded then, its memory its own), and its
+    result goes to its `done` as soon as its row ends. `take(n)`: up to n RowRequests to start now."""
+
+    def __init__(self, take: Callable[[int], list[RowRequest]]):
+        self.take = take
+        self.rows: dict[int, tuple[RowRequest, float, tuple]] = {}
+
+    def joining(self, loop: TokenLoop, rows: list[int]) -> list[JoiningRow]:
+        out = []
+        for request in self.take(len(rows)):
+            run, row = request.run, rows[len(out)]
+            t0 = time.perf_counter()
+            try:
+                ids = run.prepare()
+            except Exception as e:  # this request's error (a bad passage, a failed search): the batch goes on
+                if request.failed is None:
+                    raise
+                request.failed(e)
+                continue
+            run.session = loop.row_view(row)
+            for watcher in request.watchers:
+                watcher.watch(row, run.trace)
+            self.rows[row] = (request, t0, (loop.prefill_s, loop.decode_s, loop.rewind_s))
+            out.append(JoiningRow(ids, run.tracker, [run, run.banned, *request.watchers],
+                                  run.memory.state() if len(run.memory) else None))
+        return out
+
+    def ended(self, loop: TokenLoop, row: int) -> None:
+        request, t0, since = self.rows.pop(row)
+        request.done(request.run.result(loop, t0, row, since))
+
+    @property
+    def running(self) -> list[RowRequest]:
+        """The requests whose rows are writing now."""
+        return [request for request, _, _ in self.rows.values()]
+
+
+def run_rows(runs: list[ControlledRun], capacity: int | None = None) -> list[GenerationResult]:
+    """Several prompts' controlled runs decoded as the rows of one batch, at most `capacity` at once
+    (None: all), the next prompt joining as soon as a row ends (`decode_rows`)."""
+    results: list[GenerationResult | None] = [None] * len(runs)
+    waiting = deque(RowRequest(run, prompt_watchers(i), lambda result, i=i: results.__setitem__(i, result))
+                    for i, run in enumerate(runs))
+    decode_rows(runs[0].runtime, runs[0].dec, lambda n: [waiting.popleft() for _ in range(min(n, len(waiting)))],
+                capacity or len(runs))
+    return results
+
+
+def decode_rows(runtime, dec, take: Callable[[int], list[RowRequest]], capacity: int) -> None:
+    """Controlled runs as the rows of one continuously batched loop: up to `capacity` at once, each
+    joining when a row is free (`take(n)`: up to n RowRequests to start now), each with its own
+    memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
+    that row alone, and decodes the candidate rounds rows ask for in the same step as one batch);
+    greedy rows write what they write one by one. A row's check still holds the batch while it runs."""
+    check_rows(runtime.config)
+    loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)))
+    loop.run_fed(ControlledRows(take), capacity)
 
 
 def candidate_rank(candidate: Attempt, check) -> tuple:

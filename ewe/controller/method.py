@@ -76,6 +76,10 @@ class ControllerConfig(Settings):
         "checks and rewinds (greedy rows write what they write one by one; needs decoding.kv_cache dynamic); "
         "false: the prompts run one by one"
     )
+    max_rows: int | None = Field(
+        None, ge=1, le=1024, description="with batch_rows: the most prompts decoded at once, the next joining as "
+        "soon as a row ends (continuous batching); null: all the prompts of a call at once"
+    )
 
     @property
     def active(self) -> bool:
@@ -107,6 +111,18 @@ class EWEMethod(Method):
         return not config.controller.active or config.controller.batch_rows
 
     @classmethod
+    def joins(cls, config) -> bool:
+        return config.controller.active and config.controller.batch_rows
+
+    def run_joining(self, take, capacity: int, dec) -> None:
+        from .controlled_run import ControlledRun, RowRequest, decode_rows
+
+        rt = self.runtime
+        checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
+        decode_rows(rt, dec, lambda n: [RowRequest(ControlledRun(rt, checker, r.prompt, dec, r.passages), r.watchers,
+                                                   r.finish, r.fail) for r in take(n)], capacity)
+
+    @classmethod
     def checks_itself(cls, config) -> bool:
         return config.controller.verify_trigger != "never"
 
@@ -122,5 +138,5 @@ class EWEMethod(Method):
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
         runs = [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         if rt.config.controller.batch_rows and len(runs) > 1:
-            return run_rows(runs)
+            return run_rows(runs, rt.config.controller.max_rows)
         return [run_one(i, run.run) for i, run in enumerate(runs)]

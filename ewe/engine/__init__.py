@@ -4,12 +4,12 @@ The hook vocabulary (actions.py) loads without torch; the loop, the session and 
 load on first use, so a method module that only defines hooks stays light to import."""
 from importlib import import_module
 
-from .actions import BanFirstTokens, Branch, Continuation, Hook, Hooks, Rewind, RowHooks, Stop
+from .actions import BanFirstTokens, Branch, Continuation, Hook, Hooks, JoiningRow, Rewind, RowFeed, RowHooks, Stop
 
 _LAZY = {"TokenLoop": ".loop", "decode": ".loop", "Sampler": ".sampling", "DecodingSession": ".session"}
 
-__all__ = ["BanFirstTokens", "Branch", "Continuation", "Hooks", "DecodingSession", "Hook", "Rewind", "RowHooks", "Sampler",
-           "Stop", "TokenLoop", "decode"]
+__all__ = ["BanFirstTokens", "Branch", "Continuation", "Hooks", "DecodingSession", "Hook", "JoiningRow", "Rewind",
+           "RowFeed", "RowHooks", "Sampler", "Stop", "TokenLoop", "decode"]
 
 
 def __getattr__(name: str):

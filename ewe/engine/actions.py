@@ -95,6 +95,34 @@ class Stop:
     reason: str = "stop"
 
 
+@dataclass
+class JoiningRow:
+    """A prompt that joins a batch already decoding (continuous batching, `TokenLoop.run_fed`):
+    its token ids, the record it writes, its hooks (answering for its row only, as in
+    `RowHooks`), the memory it reads (a one-row MemoryState, None for none), its most new
+    tokens and its budget of sampled tokens (None: the loop's)."""
+
+    prompt_ids: list[int]
+    record: object
+    hooks: list = field(default_factory=list)
+    memory_state: object = None
+    max_new_tokens: int | None = None
+    budget: int | None = None
+
+
+class RowFeed:
+    """Where a continuously batched loop gets its rows and hands back those that ended: between
+    two steps the loop reports each row that ended (`ended`), then offers the free rows
+    (`joining`); it stops when no row is writing and the feed offers none."""
+
+    def joining(self, loop: "TokenLoop", rows: list[int]) -> list[JoiningRow]:
+        """Up to `len(rows)` prompts to join now, the i-th becoming row `rows[i]` ([]: none now)."""
+        return []
+
+    def ended(self, loop: "TokenLoop", row: int) -> None:
+        """Row `row` ended (why: `loop.reasons[row]`); its record is final, and the row is free after this."""
+
+
 class Hook:
     """What a method plugs into the loop; every answer defaults to "go on"."""
 

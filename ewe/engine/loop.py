@@ -20,6 +20,12 @@ hooks: `RowHooks`): the row is taken out of the batch as a session of its own, t
 carried out on it exactly as for a single row, and the row is written back (right-aligned, the
 batch's rows ragged under their left padding); the other rows go on with the next step. The
 branches several rows ask for in one step are decoded together as one batch.
+
+Continuous batching (`run_fed`): rows join a batch that is already decoding. Between two steps
+the loop hands each row that ended to its `RowFeed` and fills the free rows with the prompts the
+feed offers: each is prefilled on its own and added to the batch (right-aligned, reading its
+own memory), and its record, hooks, token limit and budget are its own. A server answers each
+request as its row ends, and a new request starts at the next step, not after the whole batch.
 """
 from __future__ import annotations
 
@@ -27,18 +33,19 @@ import time
 
 import torch
 
-from .actions import Branch, Continuation, Hook, Hooks, Rewind, RowHooks, Stop
+from .actions import Branch, Continuation, Hook, Hooks, JoiningRow, Rewind, RowFeed, RowHooks, Stop
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
-__all__ = ["Branch", "Continuation", "Hook", "Rewind", "RowHooks", "RowView", "Stop", "TokenLoop", "decode"]
+__all__ = ["Branch", "Continuation", "Hook", "JoiningRow", "Rewind", "RowFeed", "RowHooks", "RowView", "Stop",
+           "TokenLoop", "decode"]
 
 
 class TokenLoop:
     """Decodes the rows of one session until each stops; see the module docstring.
 
     records: one per row, written by the loop (`Continuation`, or a `SentenceTracker`
-    when a hook wants sentences). budget: the most tokens sampled in all, discarded ones
+    when a hook wants sentences). budget: the most tokens sampled for each row, discarded ones
     included (a hook that rewinds could otherwise loop forever); None: max_new_tokens.
     compact: drop stopped rows from the batch (False keeps the batch rectangular, each stopped
     row fed a stop token: the reference that tests and `ewe bench` hold compaction to).
@@ -54,7 +61,9 @@ class TokenLoop:
         self.hook = Hooks(hooks or [])  # the hooks in order, answering as one
         self.budget = budget if budget is not None else max_new_tokens
         self.compact = compact  # False: a stopped row stays in the batch, fed a stop token (the reference)
-        self.decoded = 0
+        self.decoded = 0  # steps sampled
+        self.row_decoded: list[int] = []  # tokens sampled for each row (its budget counts them)
+        self.row_budget: list[int] | None = None  # each row's own budget (rows that joined a running batch)
         self.reasons: list[str | None] = []  # why each row stopped, once it has
         self.live: list[int] = []  # the records whose rows the session still holds, in its row order
         self.prompt_len = 0
@@ -65,6 +74,8 @@ class TokenLoop:
         self.decode_s = 0.0  # of model_s: sampling and the step forwards of sampled tokens
         self.rewind_s = 0.0  # of model_s: carrying out Rewinds (cache crops, restored tokens' forwards)
         self.branch_s = 0.0  # carrying out Branches (their batches' prefill and decoding; not in model_s)
+        self.feed: RowFeed | None = None  # continuous batching: where rows come from (run_fed)
+        self.free: list[int] = []  # rows that ended and were handed back: the next to join take them
 
     def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None, copies: int = 1,
             memory_state=None) -> list:
@@ -91,6 +102,7 @@ class TokenLoop:
         if self.records is None:
             self.records = [Continuation() for _ in range(logits.shape[0])]
         self.reasons = [None] * len(self.records)
+        self.row_decoded = [0] * len(self.records)
         self.live = list(range(len(self.records)))
         while logits is not None:
             logits = self._advance(logits)
@@ -99,10 +111,90 @@ class TokenLoop:
                 rec.finish_reason = reason
         return self.records
 
+    def run_fed(self, feed: RowFeed, capacity: int) -> None:
+        """Continuous batching: decode the rows `feed` offers, at most `capacity` at once, until no
+        row is writing and the feed offers none (see the module docstring). The session starts
+        empty; each row's record is the feed's, handed back by `feed.ended`."""
+        if capacity < 1:
+            raise ValueError(f"capacity={capacity} must be at least 1")
+        if self.session.kv_cache != "dynamic":
+            raise ValueError("continuous batching adds rows to a running batch, which needs decoding.kv_cache "
+                             f"'dynamic' (got {self.session.kv_cache!r})")
+        self.feed, self.capacity = feed, capacity
+        self.records, self.reasons, self.row_prompt, self.row_decoded, self.live = [], [], [], [], []
+        self.row_max, self.row_budget = [], []
+        self.row_hooks = RowHooks([])
+        self.hook = Hooks([self.row_hooks])
+        logits = None
+        while (logits := self._turn(logits)) is not None:
+            logits = self._advance(logits)
+
+    def _turn(self, logits: torch.Tensor | None) -> torch.Tensor | None:
+        """Between two steps of a fed loop: hand back the rows that ended, add the rows that join;
+        the logits to sample from [rows, V], None when no row is writing."""
+        for row, reason in enumerate(self.reasons):
+            if reason is not None and row not in self.free:
+                if isinstance(self.records[row], Continuation):
+                    self.records[row].finish_reason = reason
+                self.free.append(row)
+                self.feed.ended(self, row)
+        self._drop_stopped()
+        writing = sum(1 for r in self.reasons if r is None)
+        slots = sorted(self.free) + list(range(len(self.records), len(self.records) + self.capacity))
+        joining = self.feed.joining(self, slots[:self.capacity - writing]) if writing < self.capacity else []
+        if not joining:
+            return None if writing == 0 else logits
+        fresh = {}
+        for row, new in zip(slots, joining):
+            fresh[row] = self._join(row, new)
+        width = max(len(self.records), max(fresh) + 1)
+        full = next(iter(fresh.values())).new_zeros((width, next(iter(fresh.values())).shape[-1]))
+        if logits is not None:
+            full[:logits.shape[0]] = logits
+        for row, row_logits in fresh.items():
+            full[row] = row_logits[0]
+        return full
+
+    def _join(self, row: int, new: JoiningRow) -> torch.Tensor:
+        """Prefill `new` on its own and add it to the batch as row `row`; its next logits [1, V]."""
+        t0 = time.perf_counter()
+        part = self.session.fresh(new.memory_state)
+        logits = part.prefill(torch.tensor([list(new.prompt_ids)]))
+        self.session.add_row(part)
+        seconds = time.perf_counter() - t0
+        self.prefill_s += seconds
+        self.model_s += seconds
+        if row == len(self.records):
+            for rows in (self.records, self.reasons, self.row_prompt, self.row_decoded, self.row_max,
+                         self.row_budget, self.row_hooks.rows):
+                rows.append(None)
+        else:
+            self.free.remove(row)
+        self.records[row], self.reasons[row], self.row_decoded[row] = new.record, None, 0
+        self.row_prompt[row] = len(new.prompt_ids)
+        self.row_max[row] = new.max_new_tokens or self.max_new_tokens
+        self.row_budget[row] = new.budget or self.budget
+        self.row_hooks.rows[row] = Hooks(new.hooks)
+        self.live.append(row)
+        return logits
+
+    def _drop_stopped(self) -> None:
+        """Take the rows that stopped out of the session's batch (`live`: the rows it still holds)."""
+        keep = [i for i, r in enumerate(self.live) if not self.reasons[r]]
+        if not keep and self.live:
+            self.session.clear()
+            self.live = []
+        elif len(keep) < len(self.live):
+            self.session.select_rows(keep)
+            self.live = [self.live[i] for i in keep]
+
     def _limit(self, row: int) -> str | None:
         if len(self.records[row].tokens) >= (self.row_max[row] if self.row_max else self.max_new_tokens):
             return "length"
-        return "budget" if self.decoded >= self.budget else None
+        return "budget" if self._spent(row) else None
+
+    def _spent(self, row: int) -> bool:
+        return self.row_decoded[row] >= (self.row_budget[row] if self.row_budget else self.budget)
 
     def _end(self, row: int, reason: str) -> torch.Tensor | None:
         """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if it stopped."""
@@ -127,6 +219,9 @@ class TokenLoop:
         ids, logprobs, entropies = (self.hook.sampler(self) or self.sampler)(self.hook.logits(self, logits))
         self._timed("decode", time.perf_counter() - t0)
         self.decoded += 1
+        for row, reason in enumerate(self.reasons):
+            if reason is None:
+                self.row_decoded[row] += 1
         self.hook.on_step(self)
         fed = ids.tolist()
         fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
@@ -172,7 +267,7 @@ class TokenLoop:
             self.reasons[row] = action.reason
             return None
         rewound = None if action is None else self._carry(row, action)
-        if rewound is None or (ending not in (None, "eos") and self.decoded >= self.budget):
+        if rewound is None or (ending not in (None, "eos") and self._spent(row)):
             self.reasons[row] = ending or "eos"  # its end, or the hook's text that ended the answer
             self.parts.pop(row, None)
             return None
@@ -203,13 +298,10 @@ class TokenLoop:
         if not self.compact:
             stop = next(iter(self.stop_ids), 0)
             return self.session.step(torch.tensor([stop if self.reasons[r] else t for r, t in enumerate(fed)]))
-        keep = [i for i, r in enumerate(self.live) if not self.reasons[r]]
-        if len(keep) < len(self.live):
-            self.session.select_rows(keep)
-            self.live = [self.live[i] for i in keep]
+        self._drop_stopped()
         logits = self.session.step(torch.tensor([fed[r] for r in self.live]))
-        if len(self.live) == len(self.records):
-            return logits
+        if self.live == list(range(len(self.records))):
+            return logits  # every row, in record order (a row that joined a running batch may sit elsewhere)
         full = logits.new_zeros((len(self.records), logits.shape[-1]))
         full[self.live] = logits
         return full

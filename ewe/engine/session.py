@@ -195,11 +195,16 @@ class DecodingSession:
         self.row_memories = list(states)
         self.memory_state = MemoryState.stack(self.row_memories)
 
+    def row_memory(self, row: int):
+        """What row `row` reads: a one-row MemoryState, None for none."""
+        if self.row_memories is not None:
+            return self.row_memories[row]
+        return None if self.memory_state is None else self.memory_state.select_rows([row])
+
     def set_row_memory(self, row: int, state) -> None:
         """Row `row` reads `state` from its next token on (the others keep theirs)."""
         if self.row_memories is None:
-            self.set_row_memories([None if self.memory_state is None else self.memory_state.select_rows([r])
-                                   for r in range(self.tokens.shape[0])])
+            self.set_row_memories([self.row_memory(r) for r in range(self.tokens.shape[0])])
         self.row_memories[row] = state
         self.set_row_memories(self.row_memories)
 
@@ -219,19 +224,14 @@ class DecodingSession:
             raise ValueError("stack: branches of several rows decoded as one batch need decoding.kv_cache 'dynamic'")
         width = max(s.length for s in sessions)
 
-        def padded(t: torch.Tensor, s: "DecodingSession", dim: int) -> torch.Tensor:
-            pad = [0, 0] * (t.dim() - 1 - dim) + [width - s.length, 0]
-            return torch.nn.functional.pad(t, pad)
-
         out = first.fresh()
         out.cache = DynamicCache(config=first.model.config)
         for i in range(len(first.cache.layers)):
-            out.cache.update(torch.cat([padded(s.cache.layers[i].keys, s, 2) for s in sessions]),
-                             torch.cat([padded(s.cache.layers[i].values, s, 2) for s in sessions]), i)
-        out.tokens = torch.cat([padded(s.tokens, s, 1) for s in sessions])
-        out.valid = torch.cat([padded(s.valid, s, 1) for s in sessions])
-        out.set_row_memories([None if s.memory_state is None else s.memory_state.select_rows([k])
-                              for s in sessions for k in range(s.tokens.shape[0])])
+            out.cache.update(torch.cat([_left_pad(s.cache.layers[i].keys, width, 2) for s in sessions]),
+                             torch.cat([_left_pad(s.cache.layers[i].values, width, 2) for s in sessions]), i)
+        out.tokens = torch.cat([_left_pad(s.tokens, width, 1) for s in sessions])
+        out.valid = torch.cat([_left_pad(s.valid, width, 1) for s in sessions])
+        out.set_row_memories([s.row_memory(k) for s in sessions for k in range(s.tokens.shape[0])])
         return out
 
     @torch.inference_mode()
@@ -240,15 +240,31 @@ class DecodingSession:
         memory: a row's rewind or branch is carried out on it, then written back with `put_row`."""
         self._dynamic_only("take_row")
         keep = self.valid[row].nonzero().view(-1)
-        memory = (self.row_memories[row] if self.row_memories is not None else
-                  None if self.memory_state is None else self.memory_state.select_rows([row]))
-        out = self.fresh(memory)
+        out = self.fresh(self.row_memory(row))
         out.cache = DynamicCache(config=self.model.config)
         for i, layer in enumerate(self.cache.layers):
             out.cache.update(layer.keys[row:row + 1, :, keep], layer.values[row:row + 1, :, keep], i)
         out.tokens = self.tokens[row:row + 1, keep]
         out.valid = torch.ones_like(out.tokens)
         return out
+
+    @torch.inference_mode()
+    def add_row(self, part: "DecodingSession") -> None:
+        """Add `part` (a prefilled one-row session) as the batch's last row, right-aligned, reading
+        its own memory: a prompt joins a batch that is already decoding (continuous batching)."""
+        self._dynamic_only("add_row")
+        if self.tokens is None:
+            self.cache, self.tokens, self.valid = part.cache, part.tokens, part.valid
+            self.set_row_memories([part.row_memory(0)])
+            return
+        both = DecodingSession.stack([self, part])
+        self.cache, self.tokens, self.valid = both.cache, both.tokens, both.valid
+        self.set_row_memories(both.row_memories)
+
+    def clear(self) -> None:
+        """Every row left: the session is empty (the next `add_row` starts it again)."""
+        self.cache = self.tokens = self.valid = None
+        self.memory_state, self.row_memories = None, None
 
     @torch.inference_mode()
     def put_row(self, row: int, part: "DecodingSession") -> None:
@@ -258,12 +274,9 @@ class DecodingSession:
         self._dynamic_only("put_row")
         n = part.length
         if n > self.length:
-            grow = n - self.length
             for layer in self.cache.layers:
-                layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, grow, 0))
-                layer.values = torch.nn.functional.pad(layer.values, (0, 0, grow, 0))
-            self.tokens = torch.nn.functional.pad(self.tokens, (grow, 0))
-            self.valid = torch.nn.functional.pad(self.valid, (grow, 0))
+                layer.keys, layer.values = _left_pad(layer.keys, n, 2), _left_pad(layer.values, n, 2)
+            self.tokens, self.valid = _left_pad(self.tokens, n, 1), _left_pad(self.valid, n, 1)
         start = self.length - n
         for layer, new in zip(self.cache.layers, part.cache.layers):
             layer.keys[row, :, :start] = 0
@@ -314,3 +327,9 @@ class DecodingSession:
         if reencode and self.tokens is not None:
             return self.prefill(self.tokens, self.valid)
         return None
+
+
+def _left_pad(t: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    """`t` padded with zeros on the left of dimension `dim` to `width`."""
+    short = width - t.shape[dim]
+    return torch.nn.functional.pad(t, [0, 0] * (t.dim() - 1 - dim) + [short, 0]) if short else t

@@ -40,10 +40,14 @@ def answer_watchers(trace=None, row: int = 0) -> list:
     """The hooks to add to the hooks of `row` of the loop that writes the answers; `trace` (a
     controller.Trace, or None) is where that row's hooks record why they remove text, so a
     watcher can say why."""
+    watchers = prompt_watchers(_PROMPT.get() + row)
+    for watcher in watchers:
+        watcher.watch(row, trace)
+    return watchers
+
+
+def prompt_watchers(index: int) -> list:
+    """The watchers of prompt `index` of the request, not yet watching a row (a loop whose rows
+    join as they free up says which row, `watcher.watch(row, trace)`, when the prompt joins)."""
     watchers = _WATCHERS.get()
-    index = _PROMPT.get() + row
-    if index >= len(watchers):
-        return []
-    watcher = watchers[index]
-    watcher.watch(row, trace)
-    return [watcher]
+    return [watchers[index]] if index < len(watchers) else []

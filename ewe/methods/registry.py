@@ -80,6 +80,20 @@ class Method:
         return False
 
     @classmethod
+    def joins(cls, config) -> bool:
+        """Requests may join a batch that is already decoding (`run_joining`, continuous batching):
+        a server starts a new request at the next step instead of after the whole batch."""
+        return False
+
+    def run_joining(self, take, capacity: int, dec) -> None:
+        """Answer the requests `take(n)` offers (up to n now; [] none) as the rows of one batch of
+        at most `capacity`, each joining when a row is free. A request has `prompt`, `passages`
+        (None: retrieved), `watchers` (engine/watch.py), `finish(result)`, called as soon as its
+        row ends, and `fail(error)`, called when it cannot start. Returns when no row is writing
+        and `take` offers none."""
+        raise NotImplementedError(f"method {self.name!r} does not decode requests that join a running batch")
+
+    @classmethod
     def pauses(cls, config) -> bool:
         """The method pauses to retrieve or to check while it writes (`ewe bench run` times such
         a method against RA built from the same configuration)."""

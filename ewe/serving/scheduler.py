@@ -4,10 +4,13 @@ as the rows of one batch where the method batches.
 The model, its caches and the controller are not safe to share between threads, so one
 worker decodes; the web server's event loop only reads events. The worker takes the oldest
 request and, up to `max_batch`, the queued ones that can share its batch (the same configuration
-and decoding settings, passages given or not alike, a method that decodes prompts as rows:
-plain decoding, PrefixNLI, EWE's controller with controller.batch_rows). A batch runs until
-all its rows end (static batching: a new request waits for the next batch). A full queue is
-refused at once (429) and a stopping server answers 503, so overload never turns into a hang.
+and decoding settings, passages given or not alike). With EWE's controller and
+controller.batch_rows, batching is continuous: a request joins the running batch at the next
+step after a row frees up, and each request is answered as soon as its own row ends. Other
+methods that decode prompts as rows (plain decoding, PrefixNLI) run a batch until all its rows
+end (static batching). A request that cannot share the running batch waits at the head of the
+queue until it ends (first come, first served). A full queue is refused at once (429) and a
+stopping server answers 503, so overload never turns into a hang.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
+from ..methods.registry import method_class
 from .stream import AnswerStream, run_streamed
 
 END = object()  # the last event of every job
@@ -50,6 +54,19 @@ class Job:
             self.loop.call_soon_threadsafe(self.events.put_nowait, item)
         except RuntimeError:  # the server's loop has closed: nobody reads this job any more
             self.stream.cancel()
+
+    @property
+    def watchers(self) -> list:
+        return [self.stream]
+
+    def finish(self, result) -> None:
+        """The job's answer is complete: its last events."""
+        self.stream.finish(result)
+        self.put(END)
+
+    def fail(self, error: BaseException) -> None:
+        self.put(Failed(error))
+        self.put(END)
 
     def cancel(self) -> None:
         """The client went away: a queued job is skipped, a running one stops at its next token."""
@@ -106,37 +123,92 @@ class Scheduler:
     def waiting(self) -> int:
         return len(self.pending)
 
-    def _next_batch(self) -> list[Job] | None:
+    def _next_job(self) -> Job | None:
         with self.changed:
             while not self.pending and not self.stopping:
                 self.changed.wait()
             if self.stopping:
                 return None
             first = self.pending.popleft()
-            batch = [first]
-            if self.max_batch > 1 and _batches(first.ewe.runtime.config):
-                for job in list(self.pending):
-                    if len(batch) == self.max_batch:
-                        break
-                    if job.batches_with(first):
-                        self.pending.remove(job)
-                        batch.append(job)
-            self.running = batch
-            return batch
+            self.running = [first]
+            return first
+
+    def _more(self, first: Job, n: int) -> list[Job]:
+        """Up to `n` queued jobs that can share `first`'s batch, oldest first; none past a job that
+        cannot (it is next, once this batch ends)."""
+        out = []
+        with self.changed:
+            while len(out) < n and self.pending and not self.stopping and self.pending[0].batches_with(first):
+                out.append(self.pending.popleft())
+            self.running += out
+        return out
 
     def _work(self) -> None:
-        while (batch := self._next_batch()) is not None:
-            live = [job for job in batch if not job.cancelled]
+        while (first := self._next_job()) is not None:
+            method = method_class(first.ewe.runtime.config.method)
+            config = first.ewe.runtime.config
             try:
-                if live:
-                    self._answer(live)
-                    self.batches += 1
+                if self.max_batch > 1 and method.joins(config):
+                    self._answer_joining(first, method(first.ewe.runtime))
+                else:
+                    batch = [first] + (self._more(first, self.max_batch - 1) if self.max_batch > 1
+                                       and method.batches(config) else [])
+                    self._answer_all(batch)
+                self.batches += 1
             finally:
                 with self.changed:
                     self.running = []
-                self.served += len(batch)
-                for job in batch:
-                    job.put(END)
+
+    def _answer_all(self, batch: list[Job]) -> None:
+        """Static batching: the jobs as one batch, each answered when the whole batch ends."""
+        try:
+            live = [job for job in batch if not job.cancelled]
+            if live:
+                self._answer(live)
+        finally:
+            self.served += len(batch)
+            for job in batch:
+                job.put(END)
+
+    def _answer_joining(self, first: Job, method) -> None:
+        """Continuous batching: jobs join the running batch as rows free up, each answered as its row
+        ends. If the batch fails, the jobs it had not answered are answered each alone."""
+        unanswered: list[Job] = []  # joined, not yet answered
+        first_waits = [first]
+
+        def take(n: int) -> list[_Answering]:
+            jobs = [first_waits.pop()] if first_waits and n else []
+            out = []
+            for job in jobs + self._more(first, n - len(jobs)):
+                unanswered.append(job)
+                if job.cancelled:
+                    self._done(job, None, unanswered)
+                    continue
+                out.append(_Answering(job, lambda result, job=job: self._done(job, result, unanswered),
+                                      lambda error, job=job: self._done(job, error, unanswered)))
+            return out
+
+        try:
+            method.run_joining(take, self.max_batch, first.dec)
+        except Exception:
+            for job in first_waits + unanswered[:]:  # each alone, so that an error reaches only its own request
+                if job in unanswered:
+                    unanswered.remove(job)
+                self._answer_all([job])
+
+    def _done(self, job: Job, outcome, unanswered: list[Job]) -> None:
+        """Hand `job` its answer (a result, an error, or None: it was cancelled before it started)."""
+        unanswered.remove(job)
+        if isinstance(outcome, BaseException):
+            job.fail(outcome)
+        elif outcome is None:
+            job.put(END)
+        else:
+            job.finish(outcome)
+        self.served += 1
+        with self.changed:
+            if job in self.running:
+                self.running.remove(job)
 
     def _answer(self, jobs: list[Job]) -> None:
         """Answer `jobs` as one batch; if the batch fails, each alone, so that an error reaches only
@@ -153,7 +225,9 @@ class Scheduler:
                 self._answer([job])
 
 
-def _batches(config) -> bool:
-    from ..methods.registry import method_class
+class _Answering:
+    """A job as `Method.run_joining` takes it: what to answer, who watches, where the answer goes."""
 
-    return method_class(config.method).batches(config)
+    def __init__(self, job: Job, finish, fail):
+        self.prompt, self.passages, self.watchers = job.prompt, job.passages, job.watchers
+        self.finish, self.fail = finish, fail

@@ -98,7 +98,7 @@ class AnswerStream(Hook):
 
     def on_step(self, loop) -> None:
         if not loop.reasons[self.row]:
-            self.step = loop.decoded
+            self.step += 1  # the answer's own steps (its row may have joined a running batch)
             self._show(loop.records[self.row].tokens)
 
     def on_token(self, loop, row: int, token: int, completed: list):
