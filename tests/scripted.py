@@ -7,6 +7,7 @@ sentences get written, with what confidence, and what changes once feedback is i
 from __future__ import annotations
 
 import math
+import weakref
 
 import torch
 from transformers import LlamaForCausalLM
@@ -35,9 +36,11 @@ class ScriptedLM(LlamaForCausalLM):
         states = self.__dict__.setdefault("_states", {})
         key = id(past_key_values)
         if fresh:
-            states[key] = [({}, int(position_ids[b, -1])) for b in range(input_ids.shape[0])]
-        elif key not in states:
-            states[key] = [(dict(seq), end) for seq, end in self._last[:1]]
+            _remember(states, past_key_values, [({}, int(position_ids[b, -1])) for b in range(input_ids.shape[0])])
+        elif key not in states:  # (a prompt read on top of a copied beginning ends where `read` says)
+            end_of_read = self.__dict__.pop("_read_prompt_end", None)
+            _remember(states, past_key_values,
+                      [(dict(seq), end if end_of_read is None else end_of_read) for seq, end in self._last[:1]])
         if past_key_values is not None and past_key_values.__dict__.get("_scripted_key") != key:
             _follow_row_selection(past_key_values, states, key)
         rows = states[key]
@@ -64,6 +67,17 @@ class ScriptedLM(LlamaForCausalLM):
             out.logits[b, -1, :] = _logits(choice, vocab)
         self.seq, self.prompt_end = rows[0]
         return out
+
+
+def _remember(states: dict, cache, rows: list) -> None:
+    """The script state of `cache`'s rows, kept by the cache's id for as long as the cache lives (a
+    new cache that gets a dead one's id must not inherit its state)."""
+    if cache is None:
+        return
+    key = id(cache)
+    if key not in states:
+        weakref.finalize(cache, states.pop, key, None)
+    states[key] = rows
 
 
 def _follow_row_selection(cache, states: dict, key: int) -> None:
@@ -93,7 +107,7 @@ def _follow_rows_taken_out() -> None:
         states = states_of(self)
         if states is not None and id(self.cache) in states:
             seq, end = states[id(self.cache)][row]
-            states[id(out.cache)] = [(dict(seq), end)]
+            _remember(states, out.cache, [(dict(seq), end)])
         return out
 
     def put_row(self, row, part):
@@ -117,10 +131,23 @@ def _follow_rows_taken_out() -> None:
         out = stack(cls, sessions)
         states = states_of(sessions[0])
         if states is not None and all(id(s.cache) in states for s in sessions):
-            states[id(out.cache)] = [(dict(seq), end) for s in sessions for seq, end in states[id(s.cache)]]
+            _remember(states, out.cache, [(dict(seq), end) for s in sessions for seq, end in states[id(s.cache)]])
         return out
 
+    read = DecodingSession.read
+
+    def read_from(self, ids, memory_state=None, reuse=False):  # a prompt whose beginning is copied from this cache
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            self.model._last = states[id(self.cache)]
+            self.model._read_prompt_end = self.position_offset + len(ids) - 1
+        try:
+            return read(self, ids, memory_state, reuse)
+        finally:
+            self.model.__dict__.pop("_read_prompt_end", None)
+
     DecodingSession.take_row, DecodingSession.put_row, DecodingSession.branch = take_row, put_row, branch_from
+    DecodingSession.read = read_from
     DecodingSession.stack = classmethod(stack_rows)
 
 

@@ -279,3 +279,32 @@ def test_controlled_rows_joining_as_rows_free_up_answer_as_one_by_one(controller
         assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
         assert [(e["type"], e["step"]) for e in b.trace] == [(e["type"], e["step"]) for e in a.trace]
         assert b.sentences == a.sentences
+
+
+class BatchingChecker(ScriptedChecker):
+    """A ScriptedChecker that also checks several sentences at once, recording each batch."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches = []
+
+    def check_sentences(self, items):
+        self.batches.append([(text, prompt) for text, _, prompt in items])
+        return [self.check_sentence(text, context=context, prompt=prompt) for text, context, prompt in items]
+
+
+@pytest.mark.parametrize("controller", [{}, {"rewrite_candidates": 3, "max_retries": 1}])
+def test_the_checks_of_several_rows_go_to_the_checker_as_one_batch(controller):
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein.", "Tell me a bio of Marie Curie."]
+    alone = controlled(False, **controller)
+    alone_results = alone.generate(prompts)
+    ewe = controlled(True, **controller)
+    ewe.runtime.use_fact_checker(checker := BatchingChecker(false={B_WRONG, E2_WRONG}))
+    together = ewe.generate(prompts)
+    assert [r.text for r in together] == [r.text for r in alone_results]
+    assert [r.sentences for r in together] == [r.sentences for r in alone_results]
+    across_rows = [b for b in checker.batches if len({p for _, p in b}) > 1]
+    assert across_rows  # the rows' checks due at the same step, asked in one batch
+    if controller:  # a round's candidates, checked together
+        assert any(len(b) > 1 and len({p for _, p in b}) == 1 for b in checker.batches)
+    assert sorted(checker.calls) == sorted(alone.runtime._fact_checker.calls)  # nothing checked twice, nothing more

@@ -100,6 +100,36 @@ def test_branch_rows_equal_a_fresh_prefill_each_and_leave_the_source_untouched(m
         session.branch(0, 2)
 
 
+def test_a_prompt_read_with_its_shared_beginning_from_the_cache_equals_reading_it_all(model, state, monkeypatch):
+    """Candidates that re-read the prompt with passages in it take the beginning it shares with the
+    answer's context from the answer's cache: the same logits and cache as reading it all anew."""
+    _, session = run(model, state, "fused", prompt_ids(), steps=8)
+    read = []  # tokens each forward pass reads
+    forward = DecodingSession._forward
+    monkeypatch.setattr(DecodingSession, "_forward", lambda self, ids, pos: read.append(ids.shape[1]) or
+                        forward(self, ids, pos))
+    context = session.tokens[0].tolist()
+    before = (session.tokens.clone(), session.cache.get_seq_length())
+    cases = {"diverges inside": context[:10] + [7, 8, 9] + context[10:14],
+             "the context and more": context + [3, 4],
+             "the same text": context,
+             "nothing in common": [context[0] + 1] + context[1:6]}
+    shared = {"diverges inside": 10, "the context and more": len(context), "the same text": len(context) - 1,
+              "nothing in common": 0}
+    for name, ids in cases.items():
+        read.clear()
+        reused, logits = session.read(ids, state, reuse=True)
+        assert read == [len(ids) - shared[name]], name  # only what the context does not hold (at least one token)
+        fresh, expected = session.read(ids, state)
+        torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5, msg=name)
+        assert reused.tokens[0].tolist() == ids and reused.cache.get_seq_length() == len(ids), name
+        for a, b in zip(reused.cache.layers, fresh.cache.layers):
+            torch.testing.assert_close(a.keys, b.keys, atol=1e-5, rtol=1e-5, msg=name)
+        step = torch.tensor([5])
+        torch.testing.assert_close(reused.step(step), fresh.step(step), atol=1e-5, rtol=1e-5, msg=name)
+    assert torch.equal(session.tokens, before[0]) and session.cache.get_seq_length() == before[1]  # untouched
+
+
 def state_units(model):
     memory = WorkingMemory(UnitEncoder(model, tiny_tokenizer(), M), retrieval_units=3, feedback_units=0)
     memory.add(PASSAGES)

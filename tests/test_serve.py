@@ -216,9 +216,11 @@ def test_the_serve_command_refuses_a_port_out_of_range(capsys):
     assert "at most 65535" in capsys.readouterr().err
 
 
-def test_queued_requests_are_answered_together_as_rows_of_one_batch():
+@pytest.mark.parametrize("continuous", [True, False])
+def test_queued_requests_are_answered_together_as_rows_of_one_batch(continuous):
     """Three requests queued behind a first one join its running batch (each row with its own
-    controller, one of them streamed with its retraction), answering what each gets alone."""
+    controller, one of them streamed with its retraction), answering what each gets alone; with
+    static batching they wait for it to end and then run as one batch."""
     from test_batch_rows import controlled
 
     alone = controlled(False)
@@ -234,7 +236,7 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch():
     prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein.",
                "Tell me a bio of someone famous.", "Tell me a bio of Marie Curie."]
     expected = [r.text for r in alone.generate(prompts)]
-    with serving({"ewe": ewe}, max_batch=4) as base, httpx.Client(timeout=60) as http:
+    with serving({"ewe": ewe}, max_batch=4, continuous=continuous) as base, httpx.Client(timeout=60) as http:
         answers = {}
 
         def ask(i, stream=False):
@@ -267,7 +269,8 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch():
         queue = http.get(f"{base}/health").json()["queue"]
     assert [answers[i] for i in range(4)] == expected
     assert answers["retractions"] == 1  # the streamed Marie Curie row withdrew its wrong sentence
-    assert queue["served"] == 4 and queue["batches"] == 1  # the three joined the first one's running batch
+    assert queue["served"] == 4 and queue["batching"] == ("continuous" if continuous else "static")
+    assert queue["batches"] == (1 if continuous else 2)  # joined the first one's running batch, or a second batch
 
 
 def test_a_request_joins_the_running_batch_and_is_answered_when_its_own_row_ends():

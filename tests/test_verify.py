@@ -206,6 +206,42 @@ def test_check_sentence_records_failures(checker, source, needle):
     assert not res.factual and not res.needs_rewrite  # the caller keeps the sentence
 
 
+def test_sentences_checked_together_get_what_each_gets_alone_from_one_search_and_one_backend_call():
+    class Counting(Fixed):
+        def __init__(self):
+            self.batches = []
+
+        def check_claims(self, claims, evidence_per_claim):
+            self.batches.append(len(claims))
+            return super().check_claims(claims, evidence_per_claim)
+
+    class Searches(StaticEvidenceSource):
+        queries: list = []
+
+        def search(self, queries, k):
+            self.queries.append(list(queries))
+            return super().search(queries, k)
+
+    items = [(SENT, None, "Tell me a bio of Marie Curie."), ("Hello there!", None, None),
+             ("She was born in Warsaw.", "Marie Curie was a physicist.", "Tell me a bio of Marie Curie."),
+             ("He won two Nobel Prizes.", None, "Tell me a bio of Albert Einstein.")]
+    backend, source = Counting(), Searches([CURIE])
+    fc = FactChecker(backend, evidence=source, query_with_prompt=True)
+    together = fc.check_sentences(items)
+    assert len(backend.batches) == 1
+    assert len(source.queries) == 1  # every claim's query, each with its own prompt
+    assert any(q.startswith("Tell me a bio of Albert Einstein.") for q in source.queries[0])
+    alone = [fc.check_sentence(sentence, context=context, prompt=prompt) for sentence, context, prompt in items]
+    for a, b in zip(alone, together):
+        assert b.sentence == a.sentence and [c.text for c in b.claims] == [c.text for c in a.claims]
+        assert [(v.label, v.score, v.details) for v in b.verdicts] == [(v.label, v.score, v.details)
+                                                                       for v in a.verdicts]
+        assert set(b.timings) <= {"extract", "search", "check", "total"}
+    assert together[1].claims == [] and together[0].verdicts and together[3].verdicts
+    # a claim about Einstein against Curie's page: bound to its own prompt's subject, never supported
+    assert together[3].verdicts[0].label != SUPPORTED and together[3].verdicts[0].details["subject_binding"]
+
+
 def test_check_sentence_outcome_and_feedback():
     fc = FactChecker(Fixed(), evidence=StaticEvidenceSource([CURIE]))
     res = fc.check_sentence(SENT)

@@ -80,6 +80,7 @@ class ControlledRun(Hook):
         # a greedy retry under the same memory as its attempt would write that attempt again
         self.memory_version = 0
         self.sampled_under: dict[int, int] = {}
+        self.prefetched: dict[tuple[str, str], object] = {}  # (sentence, context) -> its check, done in a batch
 
     # -- memory ------------------------------------------------------------------------
 
@@ -189,10 +190,15 @@ class ControlledRun(Hook):
         return sum(1 for s in novel if s is None)
 
     def _check(self, text: str, context: str, candidate: bool = False):
-        """The checker's verdict on one sentence, its seconds added to the breakdown."""
+        """The checker's verdict on one sentence (checked already if it was part of a batch of
+        checks: `prefetched`), its seconds added to the breakdown."""
         t0 = time.perf_counter()
-        check = self.checker.check_sentence(text, context=context, prompt=self.prompt)
-        seconds = time.perf_counter() - t0
+        check = self.prefetched.pop((text, context), None)
+        if check is None:
+            check = self.checker.check_sentence(text, context=context, prompt=self.prompt)
+            seconds = time.perf_counter() - t0
+        else:  # its share of the batch that checked it
+            seconds = (getattr(check, "timings", None) or {}).get("total", 0.0)
         self.seconds["check"] += seconds
         if candidate:
             self.seconds["check_candidates"] += seconds
@@ -300,7 +306,8 @@ class ControlledRun(Hook):
             self.runtime, self.tracker, start, self.memory, cfg.rewrite_candidates, self.candidate_sampler,
             cfg.rewrite_max_tokens, judge,
             prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
-            system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset)
+            system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset,
+            reuse_prefix=self.memory_version == self.read_under)
 
     def _judge_round(self, found: list[Attempt], decoded: int, round_: int, start: int, history: list[Attempt],
                      feedback: list[dict], repeats: bool, context: str, in_prompt: list[str], placed: list[str]):
@@ -315,6 +322,7 @@ class ControlledRun(Hook):
                 tried.add(tuple(c.tokens))
                 fresh.append(c)
         written = {_norm(x.text) for x in self.tracker.sentences if x.end <= start}
+        self.check_together([(c.text, context) for c in fresh if _norm(c.text) not in written])
         for c in fresh:
             if _norm(c.text) in written:  # a sentence the answer already has adds nothing: never kept
                 judged.append((c, None, False))
@@ -351,6 +359,26 @@ class ControlledRun(Hook):
         # every candidate repeated an earlier attempt or the answer (or none completed), or rounds used up
         return self._give_up(start, history, feedback,
                              "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
+
+    # -- checks in batches --------------------------------------------------------------------
+
+    def check_together(self, items: list[tuple[str, str]]) -> None:
+        """Check these (sentence, context) pairs as one batch now; `_check` then finds each done."""
+        if len(items) > 1:
+            for (text, context), check in zip(items, check_all(self.checker, [(t, c, self.prompt) for t, c in items])):
+                self.prefetched[(text, context)] = check
+
+    def upcoming_checks(self, completed: list[Sentence]) -> list[tuple[str, str]]:
+        """The (sentence, context) pairs a verification pause at this token will check, `completed`
+        being what the token completed; nothing changes here. Several rows' checks are then run as
+        one batch before each row's hook asks for its own. Interval pauses only (confidence
+        triggers are rare and cheap to leave alone)."""
+        sched = self.schedules["verification"]
+        if self.checker is None or sched.trigger != "interval" or sched.since < sched.interval:
+            return []
+        t = self.tracker
+        fresh = [s for s in completed if (s.start, tuple(t.tokens[s.start:s.end])) not in self.settled]
+        return [(s.text, t.decode(0, s.start)) for s in sched.pending + fresh]
 
     # -- pauses ---------------------------------------------------------------------------
 
@@ -467,6 +495,7 @@ class ControlledRun(Hook):
             self.retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p,
                                          seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
+        self.read_under = self.memory_version  # the memory the prompt is read under (the cache's, while unchanged)
         return ids
 
     def result(self, loop: TokenLoop, t_start: float, row: int = 0,
@@ -610,10 +639,39 @@ class ControlledRows(RowFeed):
         request, t0, since = self.rows.pop(row)
         request.done(request.run.result(loop, t0, row, since))
 
+    def run_of(self, row: int) -> ControlledRun | None:
+        """The run writing row `row` (None: the row is free)."""
+        return self.rows[row][0].run if row in self.rows else None
+
     @property
     def running(self) -> list[RowRequest]:
         """The requests whose rows are writing now."""
         return [request for request, _, _ in self.rows.values()]
+
+
+def check_all(checker, items: list[tuple[str, str, str]]) -> list:
+    """(sentence, context, prompt) checked as one batch where the checker can, else one by one."""
+    if hasattr(checker, "check_sentences"):
+        return checker.check_sentences(items)
+    return [checker.check_sentence(text, context=context, prompt=prompt) for text, context, prompt in items]
+
+
+class RowChecks(Hook):
+    """The checks that several rows of a batch are about to run at the same step, run as one batch
+    first (their hooks then find them done): a loop-level hook of `decode_rows`."""
+
+    def __init__(self, feed: "ControlledRows"):
+        self.feed = feed
+
+    def before_tokens(self, loop: TokenLoop, completed: dict[int, list]) -> None:
+        wanted = [(run, pair) for row, done in completed.items() if (run := self.feed.run_of(row)) is not None
+                  for pair in run.upcoming_checks(done)]
+        if len({id(run) for run, _ in wanted}) < 2:
+            return  # one row's checks run as they always do
+        for checker in {id(run.checker): run.checker for run, _ in wanted}.values():
+            mine = [(run, pair) for run, pair in wanted if run.checker is checker]
+            for (run, pair), check in zip(mine, check_all(checker, [(*pair, run.prompt) for run, pair in mine])):
+                run.prefetched[pair] = check
 
 
 def run_rows(runs: list[ControlledRun], capacity: int | None = None) -> list[GenerationResult]:
@@ -631,11 +689,13 @@ def decode_rows(runtime, dec, take: Callable[[int], list[RowRequest]], capacity:
     """Controlled runs as the rows of one continuously batched loop: up to `capacity` at once, each
     joining when a row is free (`take(n)`: up to n RowRequests to start now), each with its own
     memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
-    that row alone, and decodes the candidate rounds rows ask for in the same step as one batch);
-    greedy rows write what they write one by one. A row's check still holds the batch while it runs."""
+    that row alone, and decodes the candidate rounds rows ask for in the same step as one batch;
+    the checks several rows run at the same step go to the checker as one batch); greedy rows write
+    what they write one by one."""
     check_rows(runtime.config)
     loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)))
-    loop.run_fed(ControlledRows(take), capacity)
+    feed = ControlledRows(take)
+    loop.run_fed(feed, capacity, hooks=[RowChecks(feed)])
 
 
 def candidate_rank(candidate: Attempt, check) -> tuple:

@@ -60,13 +60,15 @@ class _FirstSentence(Hook):
 
 def candidate_branch(runtime, tracker: SentenceTracker, start: int, memory, rows: int, sampler: Sampler,
                      max_tokens: int, then, prompt_passages: list[str] | None = None, system_prompt: str | None = None,
-                     prompt: str = "", position_offset: int = 0) -> Branch:
+                     prompt: str = "", position_offset: int = 0, reuse_prefix: bool = False) -> Branch:
     """The loop's action that decodes `rows` rewrites of the sentence at token `start` of `tracker`'s
     answer, each until its first sentence ends; `then(attempts, decoded, seconds)` answers with the
     next action (see `attempts`).
 
     prompt_passages: None to branch from the answer's cache; a list to re-read the prompt with
     these passages in it (feedback placed in the prompt), the answer's first `start` tokens after it.
+    reuse_prefix: the memory is what the answer's cache was computed under, so the beginning that
+    prompt shares with the answer's (the request, the passages already there) comes from that cache.
     """
     records = [tracker.prefix(start) for _ in range(rows)]
     prompt_ids = None
@@ -79,7 +81,7 @@ def candidate_branch(runtime, tracker: SentenceTracker, start: int, memory, rows
 
     return Branch(start, records, sampler, max_tokens, judged, hooks=[_FirstSentence(start)],
                   memory_state=memory.state(rows) if len(memory) else None, prompt_ids=prompt_ids,
-                  prompt_memory_state=memory.state(1) if len(memory) else None)
+                  prompt_memory_state=memory.state(1) if len(memory) else None, reuse_prefix=reuse_prefix)
 
 
 def attempts(records: list, reasons: list, start: int) -> list[Attempt]:

@@ -73,8 +73,11 @@ class Branch:
     stop them (e.g. at their first complete sentence). memory_state: what the rows read, one row
     each. prompt_ids: None branches from the answer's own cache; else this prompt (the answer's
     first `start` tokens included) is read anew under `prompt_memory_state` and copied into every
-    row (passages placed in the prompt). then(records, reasons, decoded, seconds): `reasons` why
-    each row stopped, `decoded` the tokens sampled for all rows, `seconds` the branch's time.
+    row (passages placed in the prompt). reuse_prefix: the hook vouches that the answer's cache was
+    computed under `prompt_memory_state`, so the prompt's first tokens that equal the answer's
+    context are taken from that cache, not read again (the request and the passages already in the
+    answer's prompt). then(records, reasons, decoded, seconds): `reasons` why each row stopped,
+    `decoded` the tokens sampled for all rows, `seconds` the branch's time.
     """
 
     start: int
@@ -86,6 +89,7 @@ class Branch:
     memory_state: object = None
     prompt_ids: list[int] | None = None
     prompt_memory_state: object = None
+    reuse_prefix: bool = False
 
 
 @dataclass
@@ -137,6 +141,11 @@ class Hook:
     def on_step(self, loop: "TokenLoop") -> None:
         """A token was sampled (`loop.decoded` counts them, discarded ones included)."""
 
+    def before_tokens(self, loop: "TokenLoop", completed: dict[int, list]) -> None:
+        """In a batch, after every row's token of this step joined its record and before `on_token`
+        is asked row by row (`completed`: what each row's record reports it completed): work that
+        several rows' hooks are about to do one by one can be done here as one batch."""
+
     def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Stop | None:
         """`token` joined the answer of `row`; `completed`: what the row's record reports it completed."""
         return None
@@ -165,6 +174,10 @@ class Hooks(Hook):
     def on_step(self, loop: "TokenLoop") -> None:
         for h in self.hooks:
             h.on_step(loop)
+
+    def before_tokens(self, loop: "TokenLoop", completed: dict[int, list]) -> None:
+        for h in self.hooks:
+            h.before_tokens(loop, completed)
 
     def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Branch | Stop | None:
         return next((a for h in self.hooks if (a := h.on_token(loop, row, token, completed)) is not None), None)

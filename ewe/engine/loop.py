@@ -77,19 +77,11 @@ class TokenLoop:
         self.feed: RowFeed | None = None  # continuous batching: where rows come from (run_fed)
         self.free: list[int] = []  # rows that ended and were handed back: the next to join take them
 
-    def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None, copies: int = 1,
-            memory_state=None) -> list:
-        """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records.
-
-        copies: a one-row prompt is prefilled once and decoded as `copies` rows, each then
-        reading `memory_state` (candidates that share a prompt)."""
+    def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> list:
+        """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records."""
         t0 = time.perf_counter()
         logits = self.session.prefill(input_ids, valid)
         self.row_prompt = (valid.sum(dim=1).tolist() if valid is not None else [input_ids.shape[1]] * input_ids.shape[0])
-        if copies > 1:
-            self.session.repeat_rows(copies, memory_state)
-            logits = logits.repeat(copies, 1)
-            self.row_prompt = self.row_prompt * copies
         self.prefill_s = time.perf_counter() - t0
         self.model_s += self.prefill_s
         return self.run_from(logits, input_ids.shape[1])
@@ -111,10 +103,11 @@ class TokenLoop:
                 rec.finish_reason = reason
         return self.records
 
-    def run_fed(self, feed: RowFeed, capacity: int) -> None:
+    def run_fed(self, feed: RowFeed, capacity: int, hooks: list[Hook] | None = None) -> None:
         """Continuous batching: decode the rows `feed` offers, at most `capacity` at once, until no
         row is writing and the feed offers none (see the module docstring). The session starts
-        empty; each row's record is the feed's, handed back by `feed.ended`."""
+        empty; each row's record is the feed's, handed back by `feed.ended`; `hooks` see every row
+        (each row's own hooks come with it)."""
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
         if self.session.kv_cache != "dynamic":
@@ -124,7 +117,7 @@ class TokenLoop:
         self.records, self.reasons, self.row_prompt, self.row_decoded, self.live = [], [], [], [], []
         self.row_max, self.row_budget = [], []
         self.row_hooks = RowHooks([])
-        self.hook = Hooks([self.row_hooks])
+        self.hook = Hooks([*(hooks or []), self.row_hooks])
         logits = None
         while (logits := self._turn(logits)) is not None:
             logits = self._advance(logits)
@@ -226,12 +219,17 @@ class TokenLoop:
         fed = ids.tolist()
         fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
         parked: dict[int, tuple[Branch, str | None]] = {}  # rows whose hooks asked for a branch: decoded together
-        for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist())):
+        completed = {row: self.records[row].append(tok, lp, ent)  # (stopped rows leave the batch before the next step)
+                     for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist()))
+                     if not self.reasons[row] and tok not in self.stop_ids}
+        if completed and not single:
+            self.hook.before_tokens(self, completed)
+        for row, tok in enumerate(fed):
             if self.reasons[row]:
-                continue  # stopped: its row leaves the batch before the next step
+                continue
             ending = "eos" if tok in self.stop_ids else None
             action = (self.hook.on_end(self, row, ending) if ending else
-                      self.hook.on_token(self, row, tok, self.records[row].append(tok, lp, ent)))
+                      self.hook.on_token(self, row, tok, completed[row]))
             if isinstance(action, Branch) and not single:
                 parked[row] = (action, ending)
                 continue
@@ -341,8 +339,10 @@ class TokenLoop:
             rows_loop = batch(session)
             rows_loop.run_from(logits, self.row_prompt[row])
         else:
-            rows_loop = batch(self.session.fresh(branch.prompt_memory_state))
-            rows_loop.run(torch.tensor([branch.prompt_ids]), copies=rows, memory_state=branch.memory_state)
+            session, logits = source.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
+            session.repeat_rows(rows, branch.memory_state)
+            rows_loop = batch(session)
+            rows_loop.run_from(logits.repeat(rows, 1), len(branch.prompt_ids))
         decoded = sum(len(rec.tokens) - start for rec in branch.records)
         seconds = time.perf_counter() - t0
         self.branch_s += seconds
@@ -366,13 +366,12 @@ class TokenLoop:
             session = DecodingSession.stack([p[0] for p in parts])
             logits = torch.cat([p[1] for p in parts])
             prompt = [self.row_prompt[rows[i]] for i in of_row]
-        else:
-            session = self.session.fresh()
-            session.set_row_memories([b.prompt_memory_state for b in branches])
-            width = max(len(b.prompt_ids) for b in branches)
-            ids = torch.tensor([[0] * (width - len(b.prompt_ids)) + b.prompt_ids for b in branches])
-            valid = torch.tensor([[0] * (width - len(b.prompt_ids)) + [1] * len(b.prompt_ids) for b in branches])
-            logits = session.prefill(ids, valid)[of_row]
+        else:  # each row's prompt read on its own (its shared beginning taken from the row's cache)
+            parts = [self.session.take_row(self.session_row(r)).read(b.prompt_ids, b.prompt_memory_state,
+                                                                      b.reuse_prefix)
+                     for r, b in zip(rows, branches)]
+            session = DecodingSession.stack([p[0] for p in parts])
+            logits = torch.cat([p[1] for p in parts])[of_row]
             session.select_rows(of_row)
             session.set_row_memories([None if b.memory_state is None else b.memory_state.select_rows([k])
                                       for b, c in zip(branches, counts) for k in range(c)])

@@ -316,6 +316,32 @@ class DecodingSession:
         return out, out.step(self.tokens[:, length - 1].repeat(rows))
 
     @torch.inference_mode()
+    def read(self, ids: list[int], memory_state=None, reuse: bool = False) -> tuple["DecodingSession", torch.Tensor]:
+        """A new one-row session holding `ids` read under `memory_state`, and the logits after them
+        [1, V]. reuse: this one-row session's cache was computed under `memory_state`, so the first
+        tokens `ids` shares with its context are copied from it and only the rest is read (at least
+        the last token, for its logits). This session is untouched."""
+        out = self.fresh(memory_state)
+        shared = 0
+        if reuse and self.kv_cache == "dynamic" and self.tokens is not None:
+            if self.tokens.shape[0] != 1:
+                raise ValueError("read(reuse=True) copies from a one-row session")
+            context = self.tokens[0, self.valid[0].bool()].tolist()
+            limit = min(len(context), len(ids) - 1)
+            while shared < limit and context[shared] == ids[shared]:
+                shared += 1
+        if shared == 0:
+            return out, out.prefill(torch.tensor([ids]))
+        first = int((self.valid[0] == 0).sum())  # this session's left padding
+        out.cache = DynamicCache(config=self.model.config)
+        for i, layer in enumerate(self.cache.layers):
+            out.cache.update(layer.keys[:, :, first:first + shared].clone(),
+                             layer.values[:, :, first:first + shared].clone(), i)
+        out.tokens = self.tokens[:, first:first + shared].clone()
+        out.valid = torch.ones_like(out.tokens)
+        return out, out.extend(torch.tensor([ids[shared:]]))
+
+    @torch.inference_mode()
     def set_memory(self, memory_state, reencode: bool = False) -> torch.Tensor | None:
         """Attend to a new memory from the next token on.
 

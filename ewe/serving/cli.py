@@ -27,6 +27,10 @@ def add_serve_command(sub, add_model_options) -> None:
                    help="requests decoded together as the rows of one batch, where the method batches (plain "
                    "decoding, PrefixNLI; EWE's controller with controller.batch_rows, which this turns on); 1: one "
                    "at a time")
+    s.add_argument("--batching", choices=["continuous", "static"], default="continuous",
+                   help="continuous: with EWE's controller a request joins the running batch as a row frees up "
+                   "and is answered when its own row ends; static: a batch runs until all its rows end (the "
+                   "comparison `benchmarks/serve_load.py` was first measured against)")
     s.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, help="larger request bodies get 413")
     add_model_options(s, several_configs=True)
     s.set_defaults(func=cmd_serve)
@@ -75,9 +79,9 @@ def cmd_serve(args) -> int:
     loader = Loader()
     models = {name: loader.load(cfg) for name, cfg in configs.items()}  # one model for configurations that agree
     app = create_app(models, api_key=args.api_key, max_queue=args.max_queue, max_batch=args.max_batch,
-                     max_body_bytes=args.max_body_bytes)
+                     max_body_bytes=args.max_body_bytes, continuous=args.batching == "continuous")
     print(f"ewe serve: {', '.join(models)} on http://{args.host}:{args.port}/v1 "
-          f"({'API key required' if args.api_key else 'no API key'}; queue {args.max_queue}, batches of up to "
-          f"{args.max_batch})", flush=True)
+          f"({'API key required' if args.api_key else 'no API key'}; queue {args.max_queue}, {args.batching} "
+          f"batches of up to {args.max_batch})", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

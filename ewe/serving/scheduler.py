@@ -84,8 +84,8 @@ class Job:
 class Scheduler:
     """A bounded FIFO of Jobs and the one thread that answers them, in batches of up to `max_batch`."""
 
-    def __init__(self, max_queue: int = 32, max_batch: int = 1):
-        self.max_queue, self.max_batch = max_queue, max_batch
+    def __init__(self, max_queue: int = 32, max_batch: int = 1, continuous: bool = True):
+        self.max_queue, self.max_batch, self.continuous = max_queue, max_batch, continuous
         self.pending: deque[Job] = deque()
         self.changed = threading.Condition()
         self.running: list[Job] = []
@@ -148,7 +148,7 @@ class Scheduler:
             method = method_class(first.ewe.runtime.config.method)
             config = first.ewe.runtime.config
             try:
-                if self.max_batch > 1 and method.joins(config):
+                if self.max_batch > 1 and self.continuous and method.joins(config):
                     self._answer_joining(first, method(first.ewe.runtime))
                 else:
                     batch = [first] + (self._more(first, self.max_batch - 1) if self.max_batch > 1

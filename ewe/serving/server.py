@@ -68,12 +68,13 @@ async def _send_error(send, error: APIError) -> None:
 
 
 def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32, max_batch: int = 1,
-               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+               max_body_bytes: int = MAX_BODY_BYTES, continuous: bool = True) -> FastAPI:
     """The app over `models` (name -> EWE; the first is the default when a request names none);
-    up to `max_batch` requests are decoded together where the method batches (scheduler.py)."""
+    up to `max_batch` requests are decoded together where the method batches, continuously where
+    it can (scheduler.py)."""
     if not models:
         raise ValueError("ewe serve needs at least one configuration to serve")
-    scheduler = Scheduler(max_queue, max_batch)
+    scheduler = Scheduler(max_queue, max_batch, continuous)
     default = next(iter(models))
 
     async def lifespan(app):
@@ -104,6 +105,7 @@ def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32,
         return {"status": "stopping" if scheduler.stopping else "ok", "models": list(models),
                 "queue": {"waiting": scheduler.waiting, "max": scheduler.max_queue,
                           "running": len(scheduler.running), "max_batch": scheduler.max_batch,
+                          "batching": "continuous" if scheduler.continuous else "static",
                           "served": scheduler.served, "batches": scheduler.batches}}
 
     @app.get("/v1/models")

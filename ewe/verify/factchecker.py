@@ -44,26 +44,37 @@ class FactChecker:
                        evidence: Optional[Sequence[Evidence | str]] = None) -> SentenceCheck:
         """Extract claims from `sentence` (pronouns resolved from `context`), find
         evidence per claim (or use `evidence` for every claim), and judge them."""
+        return self.check_sentences([(sentence, context, prompt)], evidence)[0]
+
+    def check_sentences(self, items: Sequence[tuple[str, Optional[str], Optional[str]]],
+                        evidence: Optional[Sequence[Evidence | str]] = None) -> list[SentenceCheck]:
+        """`check_sentence` for several (sentence, context, prompt) at once: one evidence search for
+        all their claims and one backend call, so the rows of a batch, or a round of candidate
+        rewrites, cost the judge one batch. Each check's timings are its share of the batch's."""
         t0 = time.perf_counter()
-        timings: dict[str, float] = {}
-        extraction = self._extract(sentence, context, prompt)
-        claims = extraction.claims
-        timings["extract"] = time.perf_counter() - t0
+        extractions = [self._extract(sentence, context, prompt) for sentence, context, prompt in items]
+        claims = [c for ex in extractions for c in ex.claims]
+        prompts = [prompt for (_, _, prompt), ex in zip(items, extractions) for _ in ex.claims]
+        timings = {"extract": time.perf_counter() - t0}
         backend = getattr(self.checker, "name", type(self.checker).__name__)
         verdicts: list[Verdict] = []
         if claims:
             t1 = time.perf_counter()
-            per_claim, err = self._evidence(claims, prompt, evidence)
+            per_claim, err = self._evidence(claims, prompts, evidence)
             timings["search"] = time.perf_counter() - t1
             t2 = time.perf_counter()
-            if err:
-                verdicts = failed_verdicts(claims, backend, err)
-            else:
-                verdicts = self._bound(claims, per_claim, backend, prompt)
+            verdicts = (failed_verdicts(claims, backend, err) if err else
+                        self._bound(claims, per_claim, backend, prompts))
             timings["check"] = time.perf_counter() - t2
         timings["total"] = time.perf_counter() - t0
-        return SentenceCheck(sentence=sentence, claims=claims, verdicts=verdicts, extractor=extraction.extractor,
-                             extraction_fallback=extraction.fallback, timings=timings)
+        share = {part: seconds / len(items) for part, seconds in timings.items()}
+        out, at = [], 0
+        for (sentence, _, _), ex in zip(items, extractions):
+            n = len(ex.claims)
+            out.append(SentenceCheck(sentence=sentence, claims=ex.claims, verdicts=verdicts[at:at + n],
+                                     extractor=ex.extractor, extraction_fallback=ex.fallback, timings=dict(share)))
+            at += n
+        return out
 
     def _extract(self, sentence, context, prompt) -> Extraction:
         try:
@@ -72,13 +83,15 @@ class FactChecker:
             ex = RuleClaimExtractor().extract(sentence, context=context)
             return Extraction(ex.claims, "rules", fallback=f"extractor failed: {type(e).__name__}: {e}")
 
-    def _evidence(self, claims, prompt, given):
+    def _evidence(self, claims, prompts, given):
+        """The passages for each claim (`prompts`: each claim's prompt), or why there are none."""
         if given is not None:
             ev = [e if isinstance(e, Evidence) else Evidence(text=e) for e in given]
             return [list(ev) for _ in claims], None
         if self.evidence is None:
             return None, "no evidence source configured"
-        queries = [f"{prompt.strip()} {c.text}" if self.query_with_prompt and prompt else c.text for c in claims]
+        queries = [f"{prompt.strip()} {c.text}" if self.query_with_prompt and prompt else c.text
+                   for c, prompt in zip(claims, prompts)]
         try:
             found = self.evidence.search(queries, self.k)
             if len(found) != len(claims):
@@ -87,13 +100,14 @@ class FactChecker:
         except Exception as e:  # noqa: BLE001
             return None, f"evidence search failed: {type(e).__name__}: {e}"
 
-    def _bound(self, claims, per_claim, backend, prompt) -> list[Verdict]:
-        """Judge each claim against what its passages say about its subject. A claim all of whose
-        passages were about someone else is not enough evidence without asking the backend (a
-        backend shown nothing might still guess); notes on what was cut go into the verdict."""
+    def _bound(self, claims, per_claim, backend, prompts) -> list[Verdict]:
+        """Judge each claim against what its passages say about its subject (`prompts`: each claim's
+        prompt, which names whom a pronoun means). A claim all of whose passages were about someone
+        else is not enough evidence without asking the backend (a backend shown nothing might still
+        guess); notes on what was cut go into the verdict."""
         if not self.bind_subjects:
             return self._judge(claims, per_claim, backend)
-        bound = [bind(c.text, ev, prompt) for c, ev in zip(claims, per_claim)]
+        bound = [bind(c.text, ev, prompt) for c, ev, prompt in zip(claims, per_claim, prompts)]
         ask = [i for i, (ev, notes) in enumerate(bound) if ev or not notes]
         judged = dict(zip(ask, self._judge([claims[i] for i in ask], [bound[i][0] for i in ask], backend)))
         out = []
