@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from .errors import InputError, RunError
+from .methods.registry import method_class
 from .files import atomic_write, read_jsonl, write_json, write_jsonl
 from .record_log import RecordLog, refuse_same_file, refuse_unwritable
 
@@ -272,6 +273,9 @@ def _generations(ewe, todo: list[dict], default_passages):
     if hasattr(ewe, "generations"):
         yield from ewe.generations(todo, default_passages)
         return
+    if method_class(ewe.config.method).joins(ewe.config):
+        yield from _joined_generations(ewe, todo, default_passages)
+        return
     for row in todo:
         passages = row["passages"] if "passages" in row else default_passages
         try:
@@ -280,6 +284,66 @@ def _generations(ewe, todo: list[dict], default_passages):
             yield row, None, str(e)
             continue
         yield row, result, None
+
+
+ROWS_AT_ONCE = 8  # `ewe run` with controller.batch_rows and no controller.max_rows
+
+
+def _joined_generations(ewe, todo: list[dict], default_passages):
+    """`_generations` with continuous batching (EWE's controller with controller.batch_rows): up to
+    controller.max_rows prompts (ROWS_AT_ONCE when unset) decode as the rows of one batch, the next
+    joining as soon as a row ends; each result is yielded as its row ends (a worker thread decodes,
+    this one writes). An InputError is that prompt's; any other error stops the run."""
+    import queue
+    import threading
+    from collections import deque
+
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    waiting, end = deque(todo), object()
+
+    def take(n: int) -> list:
+        out = []
+        while waiting and len(out) < n:
+            row = waiting.popleft()
+            try:
+                prompt, passages, _ = ewe.check_request(row["prompt"], row.get("passages", default_passages))
+            except InputError as e:
+                events.put((row, None, str(e)))
+                continue
+            out.append(_RowRequest(row, prompt, passages, events))
+        return out
+
+    def work():
+        try:
+            method_class(ewe.config.method)(ewe.runtime).run_joining(
+                take, ewe.config.controller.max_rows or ROWS_AT_ONCE, ewe.runtime.decoding())
+        except BaseException as e:  # raised to the writer: the run stops, with what it wrote kept
+            events.put(e)
+        finally:
+            events.put(end)
+
+    worker = threading.Thread(target=work, name="ewe-run-rows", daemon=True)
+    worker.start()
+    while (item := events.get()) is not end:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    worker.join()
+
+
+class _RowRequest:
+    """A prompt of the run as `Method.run_joining` takes it; its outcome goes to `events`."""
+
+    watchers: list = []
+
+    def __init__(self, row: dict, prompt: str, passages, events):
+        self.row, self.prompt, self.passages, self.events = row, prompt, passages, events
+
+    def finish(self, result) -> None:
+        self.events.put((self.row, result.to_dict(), None))
+
+    def fail(self, error: BaseException) -> None:
+        self.events.put((self.row, None, str(error)) if isinstance(error, InputError) else error)
 
 
 def in_input_order(output: Path, rows: list[dict]) -> bool:

@@ -146,6 +146,16 @@ def _follow_rows_taken_out() -> None:
         finally:
             self.model.__dict__.pop("_read_prompt_end", None)
 
+    repeat = DecodingSession.repeat_rows
+
+    def repeat_rows(self, rows, memory_state=None):  # every copy follows the row's script from now on
+        repeat(self, rows, memory_state)
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            seq, end = states[id(self.cache)][0]
+            states[id(self.cache)] = [(dict(seq), end) for _ in range(rows)]
+
+    DecodingSession.repeat_rows = repeat_rows
     DecodingSession.take_row, DecodingSession.put_row, DecodingSession.branch = take_row, put_row, branch_from
     DecodingSession.read = read_from
     DecodingSession.stack = classmethod(stack_rows)

@@ -158,14 +158,15 @@ def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(contro
     prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
                "Tell me a bio of Marie Curie."]
     alone = controlled(False, **controller).generate(prompts)
-    merged = []  # the rows whose candidate branches were decoded as one batch, per step
-    together_branches = TokenLoop._branch_together
+    steps = []  # per step of the batch: the rows whose candidates it decoded, and the other rows it decoded
+    step = TokenLoop._step
 
-    def spy(loop, parked):
-        merged.append(sorted(parked))
-        return together_branches(loop, parked)
+    def spy(loop, fed):
+        writing = [r for r in loop.live if loop.writing(r)]
+        steps.append((sorted(loop.groups), [r for r in writing if r not in loop.branch_rows]))
+        return step(loop, fed)
 
-    monkeypatch.setattr(TokenLoop, "_branch_together", spy)
+    monkeypatch.setattr(TokenLoop, "_step", spy)
     together = controlled(True, **controller).generate(prompts)
     for a, b in zip(alone, together):
         assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
@@ -174,7 +175,10 @@ def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(contro
         assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4)
     assert any(r.stats["backtracks"] for r in together)
     if controller.get("rewrite_candidates", 1) > 1:
-        assert [0, 3] in merged  # the two Marie Curie rows failed at the same step: one batch of candidates
+        # the two Marie Curie rows failed at the same step: their candidates decoded in the same steps,
+        # and a row's candidates never held up the rows still writing their answers
+        assert any(groups == [0, 3] for groups, _ in steps)
+        assert any(groups and others for groups, others in steps)
 
 
 def test_batch_rows_refuse_what_they_cannot_do():

@@ -212,3 +212,28 @@ def test_sigterm_stops_a_run_like_ctrl_c(setup, capsys):
     assert [r["id"] for r in lines(out)] in (["p0"], ["p0", "p1"])  # the first is kept; nothing is torn
     assert "interrupted" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_run_with_batch_rows_decodes_prompts_as_rows_joining_as_others_end(setup, capsys):
+    """controller.batch_rows: `ewe run` decodes controller.max_rows prompts at once, the next joining
+    as a row ends, each record written as its row ends; the file ends as a one-by-one run's, in input
+    order; a prompt too long for the context is that prompt's error; a rerun has nothing to do."""
+    config, prompts, out, state = setup
+    long = "word " * 600
+    rows = [{"id": f"p{i}", "prompt": f"Tell me a bio of person {i}."} for i in range(4)]
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows[:2] + [{"id": "long", "prompt": long}] + rows[2:]))
+    alone = tmp = out.with_name("alone.jsonl")
+    assert cli.main(["run", "--config", str(config), "--input", str(prompts), "--output", str(tmp)]) == 1
+    argv = ["run", "--config", str(config), "--input", str(prompts), "--output", str(out),
+            "--set", "controller.batch_rows=true", "--set", "controller.max_rows=2"]
+    state["calls"] = []
+    assert cli.main(argv) == 1  # the long prompt failed, the others ran
+    assert state["calls"] == []  # not one by one through generate
+    got, want = lines(out), lines(alone)
+    assert [r["id"] for r in got] == ["p0", "p1", "p2", "p3"]
+    assert [(r["text"], r["token_ids"]) for r in got] == [(r["text"], r["token_ids"]) for r in want]
+    [err] = lines(out.with_name("results.jsonl.errors.jsonl"))
+    assert err["id"] == "long" and "context" in err["error"]
+    capsys.readouterr()
+    assert cli.main(argv) == 1 and "resuming: 4 of 5" in capsys.readouterr().err
+    assert len(lines(out)) == 4

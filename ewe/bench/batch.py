@@ -76,7 +76,8 @@ def run_batch_bench(args, load_ewe) -> int:
             tokens[name] = sum(len(r.token_ids) for r in results)
             answers[name] = [r.token_ids for r in results]
             # every check's own time (claim extraction, evidence search, judge; the candidates' checks
-            # included, not their decoding): one row's check holds the whole batch while it runs
+            # included, not their decoding): a check holds the whole batch while it runs (the checks of
+            # rows due at the same step run as one batch)
             checks[name] = sum(r.stats.get(k, 0.0) for r in results
                                for k in ("check_extract_s", "check_search_s", "check_judge_s"))
     same = sum(a == b for a, b in zip(answers["one by one"], answers["batched"]))
@@ -92,7 +93,7 @@ def run_batch_bench(args, load_ewe) -> int:
     for name in runs:
         print(f"{name:<14}{med[name]:>10.1f}{tokens[name]:>9}{tokens[name] / med[name]:>10.2f}")
     if controlled:
-        print(f"of which the rows' checks (serial in both runs): {checks['one by one']:.1f} s one by one, "
+        print(f"of which the checks' own seconds (they hold the batch while they run): {checks['one by one']:.1f} s one by one, "
               f"{checks['batched']:.1f} s batched")
     print(f"throughput, batched vs one by one: {ratio:.2f}x; rows that wrote what they write alone: "
           f"{same}/{len(prompts)}" + ("" if same == len(prompts) else " (the ratio compares different work)"))

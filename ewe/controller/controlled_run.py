@@ -689,9 +689,9 @@ def decode_rows(runtime, dec, take: Callable[[int], list[RowRequest]], capacity:
     """Controlled runs as the rows of one continuously batched loop: up to `capacity` at once, each
     joining when a row is free (`take(n)`: up to n RowRequests to start now), each with its own
     memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
-    that row alone, and decodes the candidate rounds rows ask for in the same step as one batch;
-    the checks several rows run at the same step go to the checker as one batch); greedy rows write
-    what they write one by one."""
+    that row alone; a row's candidates decode as rows of the same batch while it waits; the checks
+    several rows run at the same step go to the checker as one batch); greedy rows write what they
+    write one by one."""
     check_rows(runtime.config)
     loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)))
     feed = ControlledRows(take)

@@ -201,7 +201,7 @@ class RowHooks(Hook):
     def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
         out = logits
         for r, h in enumerate(self.rows):
-            if loop.reasons[r]:
+            if not loop.writing(r):
                 continue
             view = logits[r:r + 1]
             row = h.logits(loop, view)
@@ -213,7 +213,7 @@ class RowHooks(Hook):
 
     def on_step(self, loop: "TokenLoop") -> None:
         for r, h in enumerate(self.rows):
-            if not loop.reasons[r]:
+            if loop.writing(r):
                 h.on_step(loop)
 
     def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Branch | Stop | None:

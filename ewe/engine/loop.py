@@ -18,8 +18,13 @@ sees every row (a stopped one with a placeholder), so each row draws the same ra
 as when all rows stay. In a batch each row may rewind and branch on its own (each with its own
 hooks: `RowHooks`): the row is taken out of the batch as a session of its own, the action is
 carried out on it exactly as for a single row, and the row is written back (right-aligned, the
-batch's rows ragged under their left padding); the other rows go on with the next step. The
-branches several rows ask for in one step are decoded together as one batch.
+batch's rows ragged under their left padding); the other rows go on with the next step.
+
+A row of a continuously batched loop that asks for a Branch waits outside the batch while the
+branch's rows decode as rows of the same batch (each branch sampled by its own sampler, stopped
+by its own hooks), so one row's candidate rewrites never hold up the others; when they have all
+ended the row's hook gets them (`then`) and the row goes on from its answer. Elsewhere a branch
+is decoded at once, as a batch of its own.
 
 Continuous batching (`run_fed`): rows join a batch that is already decoding. Between two steps
 the loop hands each row that ended to its `RowFeed` and fills the free rows with the prompts the
@@ -76,6 +81,10 @@ class TokenLoop:
         self.branch_s = 0.0  # carrying out Branches (their batches' prefill and decoding; not in model_s)
         self.feed: RowFeed | None = None  # continuous batching: where rows come from (run_fed)
         self.free: list[int] = []  # rows that ended and were handed back: the next to join take them
+        self.waiting: dict[int, _Waiting] = {}  # rows (out of the session) whose branch decodes as rows of the batch
+        self.groups: dict[int, _BranchRows] = {}  # each waiting row's branch and the rows decoding it
+        self.branch_rows: set[int] = set()  # rows that decode a branch (the loop's own, never the feed's)
+        self.arriving: list[tuple[list[int], DecodingSession, torch.Tensor]] = []  # rows to add: their session, logits
 
     def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> list:
         """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records."""
@@ -126,13 +135,13 @@ class TokenLoop:
         """Between two steps of a fed loop: hand back the rows that ended, add the rows that join;
         the logits to sample from [rows, V], None when no row is writing."""
         for row, reason in enumerate(self.reasons):
-            if reason is not None and row not in self.free:
+            if reason is not None and row not in self.free and row not in self.branch_rows:
                 if isinstance(self.records[row], Continuation):
                     self.records[row].finish_reason = reason
                 self.free.append(row)
                 self.feed.ended(self, row)
         self._drop_stopped()
-        writing = sum(1 for r in self.reasons if r is None)
+        writing = sum(1 for r, reason in enumerate(self.reasons) if reason is None and r not in self.branch_rows)
         slots = sorted(self.free) + list(range(len(self.records), len(self.records) + self.capacity))
         joining = self.feed.joining(self, slots[:self.capacity - writing]) if writing < self.capacity else []
         if not joining:
@@ -157,29 +166,124 @@ class TokenLoop:
         seconds = time.perf_counter() - t0
         self.prefill_s += seconds
         self.model_s += seconds
+        self._new_row(row, new.record, len(new.prompt_ids), new.max_new_tokens or self.max_new_tokens,
+                      new.budget or self.budget, new.hooks)
+        self.live.append(row)
+        return logits
+
+    def _new_row(self, row: int, record, prompt: int, max_new: int, budget: int, hooks: list) -> None:
+        """Row `row` (a free one, or the next) now writes `record`."""
         if row == len(self.records):
             for rows in (self.records, self.reasons, self.row_prompt, self.row_decoded, self.row_max,
                          self.row_budget, self.row_hooks.rows):
                 rows.append(None)
         else:
             self.free.remove(row)
-        self.records[row], self.reasons[row], self.row_decoded[row] = new.record, None, 0
-        self.row_prompt[row] = len(new.prompt_ids)
-        self.row_max[row] = new.max_new_tokens or self.max_new_tokens
-        self.row_budget[row] = new.budget or self.budget
-        self.row_hooks.rows[row] = Hooks(new.hooks)
-        self.live.append(row)
+        self.records[row], self.reasons[row], self.row_decoded[row] = record, None, 0
+        self.row_prompt[row], self.row_max[row], self.row_budget[row] = prompt, max_new, budget
+        self.row_hooks.rows[row] = Hooks(hooks)
+
+    def writing(self, row: int) -> bool:
+        """Whether row `row` is writing (not stopped, not waiting for its branch's rows)."""
+        return self.reasons[row] is None and row not in self.waiting
+
+    def _remove(self, rows) -> None:
+        """Take these rows out of the session's batch now (a row that waits, a branch's rows that ended)."""
+        keep = [i for i, r in enumerate(self.live) if r not in rows]
+        if not keep:
+            self.session.clear()
+        elif len(keep) < len(self.live):
+            self.session.select_rows(keep)
+        self.live = [self.live[i] for i in keep]
+
+    def _wait(self, row: int, branch: Branch, token: int | None, ending: str | None) -> None:
+        """Row `row` leaves the batch until `branch`, decoded as rows of the batch, is answered;
+        `token`: the one it sampled (fed when it goes on), `ending`: why it was ending, if it was."""
+        part = self.session.take_row(self.session_row(row))
+        self._remove({row})
+        self.waiting[row] = _Waiting(part, token, ending)
+        self._spawn(row, branch)
+
+    def _spawn(self, row: int, branch: Branch) -> None:
+        """The rows of `branch` (from the waiting row `row`'s answer) join the batch after this step."""
+        t0 = time.perf_counter()
+        part, n = self.waiting[row].part, len(branch.records)
+        if branch.prompt_ids is None:
+            session, logits = part.branch(self.row_prompt[row] + branch.start, n, branch.memory_state)
+            prompt = self.row_prompt[row]
+        else:
+            session, logits = part.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
+            session.repeat_rows(n, branch.memory_state)
+            logits, prompt = logits.repeat(n, 1), len(branch.prompt_ids)
+        rows = []
+        for record in branch.records:
+            rows.append(min(self.free) if self.free else len(self.records))
+            limit = branch.start + branch.max_tokens
+            self._new_row(rows[-1], record, prompt, limit, limit, branch.hooks)
+        self.branch_rows.update(rows)
+        self.groups[row] = _BranchRows(branch, rows, t0)
+        self.arriving.append((rows, session, logits))
+        self.branch_s += time.perf_counter() - t0
+
+    def _settle_branches(self) -> None:
+        """Hand each waiting row its branch's rows once they have all ended; the row goes on (it
+        rejoins the batch after this step), ends, or waits for the next branch its hook asks for."""
+        for row in [r for r, g in self.groups.items() if all(self.reasons[b] for b in g.rows)]:
+            group = self.groups.pop(row)
+            self._remove(set(group.rows))
+            self.branch_rows.difference_update(group.rows)
+            self.free += group.rows
+            branch = group.branch
+            decoded = sum(len(rec.tokens) - branch.start for rec in branch.records)
+            action = branch.then(branch.records, [self.reasons[b] for b in group.rows], decoded,
+                                 time.perf_counter() - group.t0)
+            if isinstance(action, Branch):
+                self._spawn(row, action)
+                continue
+            waiting = self.waiting.pop(row)
+            logits = self._go_on(row, waiting, action)
+            if logits is not None:
+                self.arriving.append(([row], waiting.part, logits))
+
+    def _go_on(self, row: int, waiting: "_Waiting", action) -> torch.Tensor | None:
+        """`_settle` for a row that waited outside the batch: its logits to rejoin with, None if it ended."""
+        if isinstance(action, Stop):
+            self.reasons[row] = action.reason
+            return None
+        if action is None:
+            if waiting.ending is not None:
+                self.reasons[row] = waiting.ending
+                return None
+            return self._forward(lambda: waiting.part.step(torch.tensor([waiting.token])), "decode")
+        rewound = self._rewind(waiting.part, row, action)
+        if rewound is None or (waiting.ending not in (None, "eos") and self._spent(row)):
+            self.reasons[row] = waiting.ending or "eos"
+            return None
+        return rewound
+
+    def _arrive(self, logits: torch.Tensor | None) -> torch.Tensor | None:
+        """Add the rows waiting to join (a branch's rows, a row back from its branch) to the batch,
+        with their logits in `logits` [rows, V]."""
+        if not self.arriving:
+            return logits
+        width = len(self.records)
+        if logits is None or logits.shape[0] < width:
+            grown = self.arriving[0][2].new_zeros((width, self.arriving[0][2].shape[-1]))
+            if logits is not None:
+                grown[:logits.shape[0]] = logits
+            logits = grown
+        else:
+            logits = logits.clone()
+        for rows, session, row_logits in self.arriving:
+            self.session.add_row(session)
+            self.live += rows
+            logits[rows] = row_logits
+        self.arriving = []
         return logits
 
     def _drop_stopped(self) -> None:
         """Take the rows that stopped out of the session's batch (`live`: the rows it still holds)."""
-        keep = [i for i, r in enumerate(self.live) if not self.reasons[r]]
-        if not keep and self.live:
-            self.session.clear()
-            self.live = []
-        elif len(keep) < len(self.live):
-            self.session.select_rows(keep)
-            self.live = [self.live[i] for i in keep]
+        self._remove({r for r in self.live if self.reasons[r]})
 
     def _limit(self, row: int) -> str | None:
         if len(self.records[row].tokens) >= (self.row_max[row] if self.row_max else self.max_new_tokens):
@@ -190,8 +294,17 @@ class TokenLoop:
         return self.row_decoded[row] >= (self.row_budget[row] if self.row_budget else self.budget)
 
     def _end(self, row: int, reason: str) -> torch.Tensor | None:
-        """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if it stopped."""
-        return self._settle(row, self._resolve(self.hook.on_end(self, row, reason), row), reason)
+        """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if
+        it stopped (or waits for a branch)."""
+        action = self.hook.on_end(self, row, reason)
+        if isinstance(action, Branch) and self._branches_join(action):
+            self._wait(row, action, None, reason)
+            return None
+        return self._settle(row, self._resolve(action, row), reason)
+
+    def _branches_join(self, action) -> bool:
+        """Whether a branch decodes as rows of this batch (continuous batching) rather than at once."""
+        return self.feed is not None and len(self.records) > 1
 
     def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
         """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
@@ -200,59 +313,61 @@ class TokenLoop:
         logits from the rewind and is written back after the others' step (fed a placeholder)."""
         single = len(self.records) == 1
         for row in range(len(self.records)):
-            while self.reasons[row] is None and (reason := self._limit(row)):
+            while self.writing(row) and (reason := self._limit(row)):
                 if (rewound := self._end(row, reason)) is None:
                     break
                 if single:
                     return rewound
                 logits = self._put_back({row: rewound}, logits)
-        if all(self.reasons):
+        self._settle_branches()
+        logits = self._arrive(logits)
+        writing = [row for row in range(len(self.records)) if self.writing(row)]
+        if not writing:
             return None
         t0 = time.perf_counter()
-        ids, logprobs, entropies = (self.hook.sampler(self) or self.sampler)(self.hook.logits(self, logits))
+        ids, logprobs, entropies = self._sample(self.hook.logits(self, logits))
         self._timed("decode", time.perf_counter() - t0)
         self.decoded += 1
-        for row, reason in enumerate(self.reasons):
-            if reason is None:
-                self.row_decoded[row] += 1
+        for row in writing:
+            self.row_decoded[row] += 1
         self.hook.on_step(self)
         fed = ids.tolist()
         fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
-        parked: dict[int, tuple[Branch, str | None]] = {}  # rows whose hooks asked for a branch: decoded together
-        completed = {row: self.records[row].append(tok, lp, ent)  # (stopped rows leave the batch before the next step)
-                     for row, (tok, lp, ent) in enumerate(zip(fed, logprobs.tolist(), entropies.tolist()))
-                     if not self.reasons[row] and tok not in self.stop_ids}
+        completed = {row: self.records[row].append(fed[row], lp, ent)  # (stopped rows leave the batch at the step)
+                     for row, lp, ent in zip(writing, logprobs[writing].tolist(), entropies[writing].tolist())
+                     if fed[row] not in self.stop_ids}
         if completed and not single:
             self.hook.before_tokens(self, completed)
-        for row, tok in enumerate(fed):
-            if self.reasons[row]:
-                continue
+        for row in writing:
+            tok = fed[row]
             ending = "eos" if tok in self.stop_ids else None
             action = (self.hook.on_end(self, row, ending) if ending else
                       self.hook.on_token(self, row, tok, completed[row]))
-            if isinstance(action, Branch) and not single:
-                parked[row] = (action, ending)
+            if isinstance(action, Branch) and self._branches_join(action):
+                self._wait(row, action, None if ending else tok, ending)
                 continue
             rewound = self._settle(row, self._resolve(action, row), ending)
             if single and rewound is not None:
                 return rewound
             if rewound is not None:
                 fresh[row] = rewound
-        while parked:  # one batch for every row's branch, then each row's answer to it
-            decoded = self._branch_together(parked)
-            again = {}
-            for row, (branch, ending) in parked.items():
-                action = branch.then(*decoded[row])
-                if isinstance(action, Branch):
-                    again[row] = (action, ending)
-                elif (rewound := self._settle(row, action, ending)) is not None:
-                    fresh[row] = rewound
-            parked = again
-        if all(self.reasons[r] or self._limit(r) or r in fresh for r in range(len(self.records))):
-            if all(self.reasons):
+        self._settle_branches()
+        if not any(self.writing(r) and not self._limit(r) and r not in fresh for r in self.live):
+            if not any(self.writing(r) for r in range(len(self.records))) and not self.waiting and not self.arriving:
                 return None
-            return self._put_back(fresh, logits)  # nothing to feed: the next round samples or ends the rows
-        return self._put_back(fresh, self._forward(lambda: self._step(fed), "decode"))
+            return self._arrive(self._put_back(fresh, logits))  # nothing to feed: the next round samples or ends rows
+        return self._arrive(self._put_back(fresh, self._forward(lambda: self._step(fed), "decode")))
+
+    def _sample(self, logits: torch.Tensor):
+        """Each row's next token: the rows decoding a branch by the branch's own sampler (all its rows
+        at once, as when the branch is decoded alone), the others by their hooks' or the loop's."""
+        ids, logprobs, entropies = (self.hook.sampler(self) or self.sampler)(logits)
+        for group in self.groups.values():
+            if any(self.writing(r) for r in group.rows):
+                rows = torch.tensor(group.rows, device=logits.device)
+                i, lp, ent = group.branch.sampler(logits[rows])
+                ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
+        return ids, logprobs, entropies
 
     def _settle(self, row: int, action, ending: str | None) -> torch.Tensor | None:
         """Carry out a row's final answer to its token, or to its end (`ending`: "eos", "length",
@@ -348,54 +463,6 @@ class TokenLoop:
         self.branch_s += seconds
         return branch.records, rows_loop.reasons, decoded, seconds
 
-    def _branch_together(self, parked: dict[int, tuple[Branch, str | None]]) -> dict[int, tuple]:
-        """Decode the branches several rows asked for in one step as one batch (each branch's rows
-        sampled by its own sampler, stopped by its own hooks, up to its own length); what `then`
-        takes, per row. One branch, or branches of both kinds, are decoded as `_branch` does."""
-        rows = list(parked)
-        branches = [parked[r][0] for r in rows]
-        if len(rows) == 1 or len({b.prompt_ids is None for b in branches}) > 1:
-            return {r: self._branch(b, r) for r, b in zip(rows, branches)}
-        t0 = time.perf_counter()
-        counts = [len(b.records) for b in branches]
-        of_row = [i for i, c in enumerate(counts) for _ in range(c)]  # the branch of each merged row
-        if branches[0].prompt_ids is None:
-            parts = [self.session.take_row(self.session_row(r)).branch(self.row_prompt[r] + b.start, len(b.records),
-                                                                        b.memory_state)
-                     for r, b in zip(rows, branches)]
-            session = DecodingSession.stack([p[0] for p in parts])
-            logits = torch.cat([p[1] for p in parts])
-            prompt = [self.row_prompt[rows[i]] for i in of_row]
-        else:  # each row's prompt read on its own (its shared beginning taken from the row's cache)
-            parts = [self.session.take_row(self.session_row(r)).read(b.prompt_ids, b.prompt_memory_state,
-                                                                      b.reuse_prefix)
-                     for r, b in zip(rows, branches)]
-            session = DecodingSession.stack([p[0] for p in parts])
-            logits = torch.cat([p[1] for p in parts])[of_row]
-            session.select_rows(of_row)
-            session.set_row_memories([None if b.memory_state is None else b.memory_state.select_rows([k])
-                                      for b, c in zip(branches, counts) for k in range(c)])
-            prompt = [len(branches[i].prompt_ids) for i in of_row]
-        records = [rec for b in branches for rec in b.records]
-        groups, at = [], 0
-        for b, c in zip(branches, counts):
-            groups.append((range(at, at + c), b.sampler))
-            at += c
-        together = TokenLoop(session, None, self.stop_ids, max(b.start + b.max_tokens for b in branches),
-                             records=records, hooks=[RowHooks([list(branches[i].hooks) for i in of_row])],
-                             row_max=[branches[i].start + branches[i].max_tokens for i in of_row])
-        together.sampler = _GroupSampler(together, groups)
-        together.row_prompt = prompt
-        together.run_from(logits, max(prompt))
-        seconds = time.perf_counter() - t0
-        self.branch_s += seconds
-        decoded = [sum(len(rec.tokens) - b.start for rec in b.records) for b in branches]
-        out, at = {}, 0
-        for r, b, c, n in zip(rows, branches, counts, decoded):
-            out[r] = (b.records, together.reasons[at:at + c], n, seconds * n / max(1, sum(decoded)))
-            at += c
-        return out
-
     def apply(self, action: Rewind) -> torch.Tensor | None:
         """Carry out a hook's Rewind on a one-row loop; the logits to go on from (None when the answer ended)."""
         if len(self.records) != 1:
@@ -431,23 +498,19 @@ class TokenLoop:
         return logits
 
 
-class _GroupSampler:
-    """Each branch's rows sampled by that branch's own sampler, as when it is decoded alone: a
-    branch whose rows all stopped draws no more (its sampler's random numbers stay its own)."""
+class _Waiting:
+    """A row out of the batch while its branch decodes: its session, the token it sampled (fed when
+    it goes on), why it was ending (None: it was not)."""
 
-    def __init__(self, loop: TokenLoop, groups: list[tuple[range, Sampler]]):
-        self.loop, self.groups = loop, groups
+    def __init__(self, part: DecodingSession, token: int | None, ending: str | None):
+        self.part, self.token, self.ending = part, token, ending
 
-    def __call__(self, logits: torch.Tensor):
-        ids = torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device)
-        logprobs = torch.zeros(logits.shape[0])
-        entropies = torch.zeros(logits.shape[0])
-        for rows, sampler in self.groups:
-            if all(self.loop.reasons[r] for r in rows):
-                continue
-            i, lp, ent = sampler(logits[rows.start:rows.stop])
-            ids[rows.start:rows.stop], logprobs[rows.start:rows.stop], entropies[rows.start:rows.stop] = i, lp, ent
-        return ids, logprobs, entropies
+
+class _BranchRows:
+    """A branch decoding as rows of the batch: the branch, its rows, when it started."""
+
+    def __init__(self, branch: Branch, rows: list[int], t0: float):
+        self.branch, self.rows, self.t0 = branch, rows, t0
 
 
 class RowView:
@@ -465,7 +528,10 @@ class RowView:
         if reencode:
             raise ValueError("memory.reencode_context re-reads the whole batch's context: decode the prompts one "
                              "by one (controller.batch_rows: false)")
-        self.loop.session.set_row_memory(self.loop.session_row(self.row), memory_state)
+        if self.row in self.loop.waiting:  # out of the batch while its branch decodes: its own session
+            self.loop.waiting[self.row].part.set_memory(memory_state)
+        else:
+            self.loop.session.set_row_memory(self.loop.session_row(self.row), memory_state)
 
 
 def decode(session: DecodingSession, input_ids: torch.Tensor, valid: torch.Tensor | None, sampler: Sampler,

@@ -250,12 +250,12 @@ class DecodingSession:
 
     @torch.inference_mode()
     def add_row(self, part: "DecodingSession") -> None:
-        """Add `part` (a prefilled one-row session) as the batch's last row, right-aligned, reading
-        its own memory: a prompt joins a batch that is already decoding (continuous batching)."""
+        """Add the rows of `part` (a prefilled session) as the batch's last rows, right-aligned, each
+        reading its own memory: a prompt, or a branch's rows, join a batch that is already decoding."""
         self._dynamic_only("add_row")
         if self.tokens is None:
             self.cache, self.tokens, self.valid = part.cache, part.tokens, part.valid
-            self.set_row_memories([part.row_memory(0)])
+            self.set_row_memories([part.row_memory(k) for k in range(part.tokens.shape[0])])
             return
         both = DecodingSession.stack([self, part])
         self.cache, self.tokens, self.valid = both.cache, both.tokens, both.valid
