@@ -9,7 +9,7 @@ from tiny import left_padded, tiny_ewe, tiny_tokenizer
 
 from ewe import EWE
 from ewe.config import EWEConfig
-from ewe.engine import Hook, Rewind, RowHooks, Sampler, TokenLoop
+from ewe.engine import ContinuousLoop, Hook, Rewind, RowHooks, Sampler, TokenLoop
 
 PROMPTS = ["Tell me a bio of Marie Curie.", "The Eiffel Tower is in", "Albert Einstein was a German-born",
            "Tell me a bio of someone famous. The quick brown fox"]
@@ -229,7 +229,7 @@ def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
     records = [Continuation() for _ in PROMPTS]
     feed = ListFeed([JoiningRow(i, rec, [RewindOnce(rec, **r)], s, n, budget=n)
                      for i, rec, r, s, n in zip(ids, records, REWINDS, states, limits)])
-    loop = TokenLoop(ewe.runtime.session(None, ewe.config.memory.unit_tokens), Sampler(), ewe.stop_ids, 14)
+    loop = ContinuousLoop(ewe.runtime.session(None, ewe.config.memory.unit_tokens), Sampler(), ewe.stop_ids, 14)
     loop.run_fed(feed, capacity)
     assert sorted(feed.ended_rows) == [0, 1, 2, 3]
     for i, a in enumerate(alone):
@@ -261,7 +261,7 @@ def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
     done, failed = {}, {}
     waiting = [RowRequest(run, [], lambda r, i=i: done.__setitem__(i, r), lambda e, i=i: failed.__setitem__(i, e))
                for i, run in enumerate(runs)]
-    loop = answer_loop(rt, dec, rt.session(None, memory_offset(rt.config)))
+    loop = answer_loop(rt, dec, rt.session(None, memory_offset(rt.config)), loop=ContinuousLoop)
     loop.run_fed(ControlledRows(lambda n: [waiting.pop(0) for _ in range(min(n, len(waiting)))]), 2)
     assert sorted(done) == [0, 2] and list(failed) == [1] and "no such passage" in str(failed[1])
     alone = controlled(False).generate(["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."])

@@ -21,7 +21,7 @@ import warnings
 
 import torch
 
-from ..engine import BanFirstTokens, Branch, Hook, JoiningRow, Rewind, RowFeed, Sampler, TokenLoop
+from ..engine import BanFirstTokens, Branch, ContinuousLoop, Hook, JoiningRow, Rewind, RowFeed, Sampler, TokenLoop
 from ..engine.watch import answer_watchers, prompt_watchers
 from ..result import GenerationResult
 from ..stats import ControlledStats
@@ -579,12 +579,13 @@ def memory_offset(config) -> int:
     return config.memory.unit_tokens if config.memory.retrieval_units + config.memory.feedback_units else 0
 
 
-def answer_loop(runtime, dec, session, records: list | None = None, hooks: list | None = None) -> TokenLoop:
-    """The token loop that writes controlled answers (`records`: its rows' records; none for a loop
-    whose rows join as they free up)."""
-    return TokenLoop(session, Sampler(dec.temperature, dec.top_p, dec.seed), runtime.stop_ids, dec.max_new_tokens,
-                     records=records, hooks=hooks, budget=runtime.config.controller.max_total_tokens
-                     or 4 * dec.max_new_tokens)
+def answer_loop(runtime, dec, session, records: list | None = None, hooks: list | None = None,
+                loop: type[TokenLoop] = TokenLoop) -> TokenLoop:
+    """The token loop that writes controlled answers (`records`: its rows' records; none for a
+    ContinuousLoop, whose rows join as they free up)."""
+    return loop(session, Sampler(dec.temperature, dec.top_p, dec.seed), runtime.stop_ids, dec.max_new_tokens,
+                records=records, hooks=hooks, budget=runtime.config.controller.max_total_tokens
+                or 4 * dec.max_new_tokens)
 
 
 def check_rows(config) -> None:
@@ -607,7 +608,7 @@ class RowRequest:
 
 
 class ControlledRows(RowFeed):
-    """Controlled runs as the rows of one continuously batched loop (`TokenLoop.run_fed`): a run
+    """Controlled runs as the rows of one continuously batched loop (`ContinuousLoop.run_fed`): a run
     joins when a row is free (its passages retrieved and encoded then, its memory its own), and its
     result goes to its `done` as soon as its row ends. `take(n)`: up to n RowRequests to start now."""
 
@@ -693,7 +694,7 @@ def decode_rows(runtime, dec, take: Callable[[int], list[RowRequest]], capacity:
     several rows run at the same step go to the checker as one batch); greedy rows write what they
     write one by one."""
     check_rows(runtime.config)
-    loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)))
+    loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)), loop=ContinuousLoop)
     feed = ControlledRows(take)
     loop.run_fed(feed, capacity, hooks=[RowChecks(feed)])
 

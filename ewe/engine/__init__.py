@@ -6,9 +6,9 @@ from importlib import import_module
 
 from .actions import BanFirstTokens, Branch, Continuation, Hook, Hooks, JoiningRow, Rewind, RowFeed, RowHooks, Stop
 
-_LAZY = {"TokenLoop": ".loop", "decode": ".loop", "Sampler": ".sampling", "DecodingSession": ".session"}
+_LAZY = {"TokenLoop": ".loop", "decode": ".loop", "ContinuousLoop": ".continuous", "Sampler": ".sampling", "DecodingSession": ".session"}
 
-__all__ = ["BanFirstTokens", "Branch", "Continuation", "Hooks", "DecodingSession", "Hook", "JoiningRow", "Rewind",
+__all__ = ["BanFirstTokens", "Branch", "ContinuousLoop", "Continuation", "Hooks", "DecodingSession", "Hook", "JoiningRow", "Rewind",
            "RowFeed", "RowHooks", "Sampler", "Stop", "TokenLoop", "decode"]
 
 

@@ -101,7 +101,7 @@ class Stop:
 
 @dataclass
 class JoiningRow:
-    """A prompt that joins a batch already decoding (continuous batching, `TokenLoop.run_fed`):
+    """A prompt that joins a batch already decoding (continuous batching, `ContinuousLoop.run_fed`):
     its token ids, the record it writes, its hooks (answering for its row only, as in
     `RowHooks`), the memory it reads (a one-row MemoryState, None for none), its most new
     tokens and its budget of sampled tokens (None: the loop's)."""

@@ -1,0 +1,232 @@
+"""Continuous batching: rows join a token loop's batch while it is already decoding.
+
+Between two steps the loop hands each row that ended to its `RowFeed` and fills the free rows
+with the prompts the feed offers: each is prefilled on its own and added to the batch
+(right-aligned, reading its own memory), and its record, hooks, token limit and budget are its
+own. A server answers each request as its row ends, and a new request starts at the next step,
+not after the whole batch.
+
+A row that asks for a Branch waits outside the batch while the branch's rows decode as rows of
+the same batch (each branch sampled by its own sampler over all its rows, stopped by its own
+hooks, as when it is decoded alone), so one row's candidate rewrites never hold up the others;
+when they have all ended the row's hook gets them (`then`) and the row rejoins, goes on from its
+answer or ends.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .actions import Branch, Continuation, Hook, Hooks, JoiningRow, RowFeed, RowHooks, Stop
+from .loop import TokenLoop
+from .session import DecodingSession
+
+__all__ = ["ContinuousLoop"]
+
+
+class ContinuousLoop(TokenLoop):
+    """A token loop whose rows come from a `RowFeed` (`run_fed`); see the module docstring."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.feed: RowFeed | None = None
+        self.free: list[int] = []  # rows that ended and were handed back: the next to join take them
+        self.waiting: dict[int, _Waiting] = {}  # rows (out of the session) whose branch decodes as rows of the batch
+        self.groups: dict[int, _BranchRows] = {}  # each waiting row's branch and the rows decoding it
+        self.branch_rows: set[int] = set()  # rows that decode a branch (the loop's own, never the feed's)
+        self.arriving: list[tuple[list[int], DecodingSession, torch.Tensor]] = []  # rows to add: their session, logits
+
+    def run_fed(self, feed: RowFeed, capacity: int, hooks: list[Hook] | None = None) -> None:
+        """Continuous batching: decode the rows `feed` offers, at most `capacity` at once, until no
+        row is writing and the feed offers none (see the module docstring). The session starts
+        empty; each row's record is the feed's, handed back by `feed.ended`; `hooks` see every row
+        (each row's own hooks come with it)."""
+        if capacity < 1:
+            raise ValueError(f"capacity={capacity} must be at least 1")
+        if self.session.kv_cache != "dynamic":
+            raise ValueError("continuous batching adds rows to a running batch, which needs decoding.kv_cache "
+                             f"'dynamic' (got {self.session.kv_cache!r})")
+        self.feed, self.capacity = feed, capacity
+        self.records, self.reasons, self.row_prompt, self.row_decoded, self.live = [], [], [], [], []
+        self.row_max, self.row_budget = [], []
+        self.row_hooks = RowHooks([])
+        self.hook = Hooks([*(hooks or []), self.row_hooks])
+        logits = None
+        while (logits := self._turn(logits)) is not None:
+            logits = self._advance(logits)
+
+    def _turn(self, logits: torch.Tensor | None) -> torch.Tensor | None:
+        """Between two steps of a fed loop: hand back the rows that ended, add the rows that join;
+        the logits to sample from [rows, V], None when no row is writing."""
+        for row, reason in enumerate(self.reasons):
+            if reason is not None and row not in self.free and row not in self.branch_rows:
+                if isinstance(self.records[row], Continuation):
+                    self.records[row].finish_reason = reason
+                self.free.append(row)
+                self.feed.ended(self, row)
+        self._drop_stopped()
+        writing = sum(1 for r, reason in enumerate(self.reasons) if reason is None and r not in self.branch_rows)
+        slots = sorted(self.free) + list(range(len(self.records), len(self.records) + self.capacity))
+        joining = self.feed.joining(self, slots[:self.capacity - writing]) if writing < self.capacity else []
+        if not joining:
+            return None if writing == 0 else logits
+        fresh = {}
+        for row, new in zip(slots, joining):
+            fresh[row] = self._join(row, new)
+        width = max(len(self.records), max(fresh) + 1)
+        full = next(iter(fresh.values())).new_zeros((width, next(iter(fresh.values())).shape[-1]))
+        if logits is not None:
+            full[:logits.shape[0]] = logits
+        for row, row_logits in fresh.items():
+            full[row] = row_logits[0]
+        return full
+
+    def _join(self, row: int, new: JoiningRow) -> torch.Tensor:
+        """Prefill `new` on its own and add it to the batch as row `row`; its next logits [1, V]."""
+        t0 = time.perf_counter()
+        part = self.session.fresh(new.memory_state)
+        logits = part.prefill(torch.tensor([list(new.prompt_ids)]))
+        self.session.add_row(part)
+        seconds = time.perf_counter() - t0
+        self.prefill_s += seconds
+        self.model_s += seconds
+        self._new_row(row, new.record, len(new.prompt_ids), new.max_new_tokens or self.max_new_tokens,
+                      new.budget or self.budget, new.hooks)
+        self.live.append(row)
+        return logits
+
+    def _new_row(self, row: int, record, prompt: int, max_new: int, budget: int, hooks: list) -> None:
+        """Row `row` (a free one, or the next) now writes `record`."""
+        if row == len(self.records):
+            for rows in (self.records, self.reasons, self.row_prompt, self.row_decoded, self.row_max,
+                         self.row_budget, self.row_hooks.rows):
+                rows.append(None)
+        else:
+            self.free.remove(row)
+        self.records[row], self.reasons[row], self.row_decoded[row] = record, None, 0
+        self.row_prompt[row], self.row_max[row], self.row_budget[row] = prompt, max_new, budget
+        self.row_hooks.rows[row] = Hooks(hooks)
+
+    def writing(self, row: int) -> bool:
+        return self.reasons[row] is None and row not in self.waiting
+
+    def _branches_join(self) -> bool:
+        return len(self.records) > 1
+
+    def _rows_to_come(self) -> bool:
+        return bool(self.waiting or self.arriving)
+
+    def apart(self, row: int) -> DecodingSession | None:
+        return self.waiting[row].part if row in self.waiting else None
+
+    def _wait(self, row: int, branch: Branch, token: int | None, ending: str | None) -> None:
+        """Row `row` leaves the batch until `branch`, decoded as rows of the batch, is answered;
+        `token`: the one it sampled (fed when it goes on), `ending`: why it was ending, if it was."""
+        part = self.session.take_row(self.session_row(row))
+        self._remove({row})
+        self.waiting[row] = _Waiting(part, token, ending)
+        self._spawn(row, branch)
+
+    def _spawn(self, row: int, branch: Branch) -> None:
+        """The rows of `branch` (from the waiting row `row`'s answer) join the batch after this step."""
+        t0 = time.perf_counter()
+        part, n = self.waiting[row].part, len(branch.records)
+        if branch.prompt_ids is None:
+            session, logits = part.branch(self.row_prompt[row] + branch.start, n, branch.memory_state)
+            prompt = self.row_prompt[row]
+        else:
+            session, logits = part.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
+            session.repeat_rows(n, branch.memory_state)
+            logits, prompt = logits.repeat(n, 1), len(branch.prompt_ids)
+        rows = []
+        for record in branch.records:
+            rows.append(min(self.free) if self.free else len(self.records))
+            limit = branch.start + branch.max_tokens
+            self._new_row(rows[-1], record, prompt, limit, limit, branch.hooks)
+        self.branch_rows.update(rows)
+        self.groups[row] = _BranchRows(branch, rows, t0)
+        self.arriving.append((rows, session, logits))
+        self.branch_s += time.perf_counter() - t0
+
+    def _settle_branches(self) -> None:
+        """Hand each waiting row its branch's rows once they have all ended; the row goes on (it
+        rejoins the batch after this step), ends, or waits for the next branch its hook asks for."""
+        for row in [r for r, g in self.groups.items() if all(self.reasons[b] for b in g.rows)]:
+            group = self.groups.pop(row)
+            self._remove(set(group.rows))
+            self.branch_rows.difference_update(group.rows)
+            self.free += group.rows
+            branch = group.branch
+            decoded = sum(len(rec.tokens) - branch.start for rec in branch.records)
+            action = branch.then(branch.records, [self.reasons[b] for b in group.rows], decoded,
+                                 time.perf_counter() - group.t0)
+            if isinstance(action, Branch):
+                self._spawn(row, action)
+                continue
+            waiting = self.waiting.pop(row)
+            logits = self._go_on(row, waiting, action)
+            if logits is not None:
+                self.arriving.append(([row], waiting.part, logits))
+
+    def _go_on(self, row: int, waiting: "_Waiting", action) -> torch.Tensor | None:
+        """`_settle` for a row that waited outside the batch: its logits to rejoin with, None if it ended."""
+        if isinstance(action, Stop):
+            self.reasons[row] = action.reason
+            return None
+        if action is None:
+            if waiting.ending is not None:
+                self.reasons[row] = waiting.ending
+                return None
+            return self._forward(lambda: waiting.part.step(torch.tensor([waiting.token])), "decode")
+        rewound = self._rewind(waiting.part, row, action)
+        if rewound is None or (waiting.ending not in (None, "eos") and self._spent(row)):
+            self.reasons[row] = waiting.ending or "eos"
+            return None
+        return rewound
+
+    def _arrive(self, logits: torch.Tensor | None) -> torch.Tensor | None:
+        """Add the rows waiting to join (a branch's rows, a row back from its branch) to the batch,
+        with their logits in `logits` [rows, V]."""
+        if not self.arriving:
+            return logits
+        width = len(self.records)
+        if logits is None or logits.shape[0] < width:
+            grown = self.arriving[0][2].new_zeros((width, self.arriving[0][2].shape[-1]))
+            if logits is not None:
+                grown[:logits.shape[0]] = logits
+            logits = grown
+        else:
+            logits = logits.clone()
+        for rows, session, row_logits in self.arriving:
+            self.session.add_row(session)
+            self.live += rows
+            logits[rows] = row_logits
+        self.arriving = []
+        return logits
+
+    def sample(self, logits: torch.Tensor):
+        """The rows decoding a branch by the branch's own sampler (all its rows at once, as when the
+        branch is decoded alone), the others by their hooks' or the loop's."""
+        ids, logprobs, entropies = super().sample(logits)
+        for group in self.groups.values():
+            if any(self.writing(r) for r in group.rows):
+                rows = torch.tensor(group.rows, device=logits.device)
+                i, lp, ent = group.branch.sampler(logits[rows])
+                ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
+        return ids, logprobs, entropies
+
+
+class _Waiting:
+    """A row out of the batch while its branch decodes: its session, the token it sampled (fed when
+    it goes on), why it was ending (None: it was not)."""
+
+    def __init__(self, part: DecodingSession, token: int | None, ending: str | None):
+        self.part, self.token, self.ending = part, token, ending
+
+
+class _BranchRows:
+    """A branch decoding as rows of the batch: the branch, its rows, when it started."""
+
+    def __init__(self, branch: Branch, rows: list[int], t0: float):
+        self.branch, self.rows, self.t0 = branch, rows, t0
