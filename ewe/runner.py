@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from .errors import InputError, RunError
-from .methods.registry import method_class
+from .methods.registry import JoiningRequest, method_class
 from .files import atomic_write, read_jsonl, write_json, write_jsonl
 from .record_log import RecordLog, refuse_same_file, refuse_unwritable
 
@@ -310,7 +310,9 @@ def _joined_generations(ewe, todo: list[dict], default_passages):
             except InputError as e:
                 events.put((row, None, str(e)))
                 continue
-            out.append(_RowRequest(row, prompt, passages, events))
+            out.append(JoiningRequest(
+                prompt, passages, lambda result, row=row: events.put((row, result.to_dict(), None)),
+                lambda e, row=row: events.put((row, None, str(e)) if isinstance(e, InputError) else e)))
         return out
 
     def work():
@@ -329,21 +331,6 @@ def _joined_generations(ewe, todo: list[dict], default_passages):
             raise item
         yield item
     worker.join()
-
-
-class _RowRequest:
-    """A prompt of the run as `Method.run_joining` takes it; its outcome goes to `events`."""
-
-    watchers: list = []
-
-    def __init__(self, row: dict, prompt: str, passages, events):
-        self.row, self.prompt, self.passages, self.events = row, prompt, passages, events
-
-    def finish(self, result) -> None:
-        self.events.put((self.row, result.to_dict(), None))
-
-    def fail(self, error: BaseException) -> None:
-        self.events.put((self.row, None, str(error)) if isinstance(error, InputError) else error)
 
 
 def in_input_order(output: Path, rows: list[dict]) -> bool:

@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from ..methods.registry import method_class
+from ..methods.registry import JoiningRequest, method_class
 from .stream import AnswerStream, run_streamed
 
 END = object()  # the last event of every job
@@ -176,7 +176,7 @@ class Scheduler:
         unanswered: list[Job] = []  # joined, not yet answered
         first_waits = [first]
 
-        def take(n: int) -> list[_Answering]:
+        def take(n: int) -> list[JoiningRequest]:
             jobs = [first_waits.pop()] if first_waits and n else []
             out = []
             for job in jobs + self._more(first, n - len(jobs)):
@@ -184,8 +184,9 @@ class Scheduler:
                 if job.cancelled:
                     self._done(job, None, unanswered)
                     continue
-                out.append(_Answering(job, lambda result, job=job: self._done(job, result, unanswered),
-                                      lambda error, job=job: self._done(job, error, unanswered)))
+                out.append(JoiningRequest(job.prompt, job.passages,
+                                          lambda result, job=job: self._done(job, result, unanswered),
+                                          lambda error, job=job: self._done(job, error, unanswered), job.watchers))
             return out
 
         try:
@@ -223,11 +224,3 @@ class Scheduler:
                 return
             for job in jobs:
                 self._answer([job])
-
-
-class _Answering:
-    """A job as `Method.run_joining` takes it: what to answer, who watches, where the answer goes."""
-
-    def __init__(self, job: Job, finish, fail):
-        self.prompt, self.passages, self.watchers = job.prompt, job.passages, job.watchers
-        self.finish, self.fail = finish, fail
