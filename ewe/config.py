@@ -139,6 +139,10 @@ class CheckerConfig(Settings):
         False, description="ita: also split a claim its own evidence accepts, and reject it when a sub-claim is "
         "rejected (the paper spans only unsubstantiated nodes; a small judge accepts a claim that matches its "
         "passage on most words and holds one wrong detail)")
+    ita_unsure_below: float = Field(
+        0.0, ge=0, le=1, description="ita: an accepted node whose base score (the judge's P(supported)) is below this "
+        "is unsure: it is split as with ita_span_accepted, and a rejected sub-claim rejects it; 0: never (the paper's "
+        "delta, which spans only what the verifier leaves unsubstantiated)")
     ita_span: Literal["llm", "rules"] = Field(
         "llm", description="ita: sub-claims written by checker.llm, or split by the rule-based clause splitter")
     extractor: Literal["rules", "llm"] = Field("rules", description="claim extraction; llm falls back to rules")

@@ -141,6 +141,21 @@ def test_an_accepted_claim_is_rejected_by_a_wrong_detail_only_when_asked():
     assert fine.label == SUPPORTED and len(fine.details["tree"]["children"]) == 2  # verified, kept
 
 
+def test_an_unsure_accept_is_split_and_a_sure_one_is_not():
+    """`unsure_below`: only an accept scored below it has its details verified (the table scores an
+    accept 0.9)."""
+    wrong = "Marie Curie won the Nobel Prize in Physics with her husband."
+    base = LabelBackend({ROOT: SUPPORTED, wrong: UNSUPPORTED})
+    unsure = run(TreeChecker(base, Search(), None, max_depth=1, unsure_below=0.95))
+    assert unsure.label == UNSUPPORTED and unsure.rationale.startswith(f"sub-claim rejected: {wrong}")
+    sure = run(TreeChecker(base, Search(), None, max_depth=1, unsure_below=0.9))
+    assert sure.label == SUPPORTED and sure.details["tree"]["children"] == []
+    cfg = EWEConfig.build({"checker": {"backend": "ita", "ita_unsure_below": 0.9, "ita_span": "rules"}}).checker
+    assert build_fact_checker(cfg, StaticEvidenceSource(["x"])).checker.unsure_below == 0.9
+    with pytest.raises(ConfigError, match="ita_unsure_below"):
+        EWEConfig.build({"checker": {"ita_unsure_below": 1.5}})
+
+
 def test_sub_claims_repeating_the_claim_are_dropped_and_rules_split_without_an_llm():
     tree = TreeChecker(LabelBackend({}), Search(), span_llm({ROOT: listed([ROOT, SUBS[0]])}))
     assert tree.sub_claims(ROOT) == ([SUBS[0]], "llm")

@@ -127,7 +127,7 @@ def cmd_critics_build(args) -> int:
     from .critics import build
 
     try:
-        rows = build(args.n, args.seed, args.error_free_share)
+        rows = build(args.n, args.seed, args.error_free_share, rules=args.rules, paraphrase=args.paraphrase)
     except ValueError as e:
         raise SystemExit(f"ewe eval critics build: {e}") from None
     write_jsonl(args.out, rows)
@@ -247,6 +247,11 @@ def add_eval_commands(sub) -> None:
     kb.add_argument("--n", type=positive_int, default=120, help="texts")
     kb.add_argument("--seed", type=non_negative_int, default=0)
     kb.add_argument("--error-free-share", type=share, default=0.2, help="share of texts with no error (0 to 1)")
+    kb.add_argument("--rules", choices=("judge-data", "independent"), default="judge-data",
+                    help="the edits that falsify: the judge data's own (judge-data), or edits the judge never trained "
+                         "on (independent)")
+    kb.add_argument("--paraphrase", action="store_true", help="reword every sentence after the edits, so the text "
+                    "does not repeat its source word for word")
     kb.add_argument("--out", required=True, help="JSONL file")
     kb.set_defaults(func=cmd_critics_build)
     ks = k.add_parser("score", help="score critics' critiques: critics.md, critics_by_category.png, critics.json")
@@ -260,7 +265,7 @@ def add_eval_commands(sub) -> None:
     kr.add_argument("--bench", required=True, help="the benchmark JSONL (ewe eval critics build)")
     kr.add_argument("--out", required=True, help="folder: one critiques JSONL per critic (appended; a rerun "
                     "resumes), critics.md, critics_by_category.png, critics.json")
-    kr.add_argument("--critics", default="ita,judge,alignment", help="comma-separated: ita, ita-veto, ita-details, judge, judge-veto, alignment")
+    kr.add_argument("--critics", default="ita,judge,alignment", help="comma-separated: ita, ita-veto, ita-details, ita-unsure, judge, judge-veto, alignment")
     kr.add_argument("--evidence", default="given,retrieved", help="comma-separated: given (the text's source "
                     "article), retrieved (the datastore)")
     kr.add_argument("--config", default="configs/ita.yaml", help="the checker's other settings (judge, evidence_k, "

@@ -25,6 +25,8 @@ from ..judge import data as judge_data
 from ..judge.data import Article, is_held_out
 from ..verify.text import split_sentences
 from .falsify import CATEGORIES, Falsifier
+from .falsify_independent import IndependentFalsifier
+from .paraphrase import reword
 
 MIN_SENTENCES, MAX_SENTENCES = 5, 15
 CHART = "critics_by_category.png"
@@ -56,21 +58,30 @@ def text_sentences(art: Article) -> list[str]:
     return [judge_data.resolve_subject(s, named) for s in usable][:MAX_SENTENCES]
 
 
+RULES = ("judge-data", "independent")
+
+
 def build(n: int, seed: int = 0, error_free_share: float = 0.2, summaries: Optional[dict] = None,
-          categories: tuple[str, ...] = CATEGORIES) -> list[dict]:
-    """`n` benchmark rows on held-out articles, sampled and falsified deterministically from `seed`."""
+          categories: tuple[str, ...] = CATEGORIES, rules: str = "judge-data", paraphrase: bool = False) -> list[dict]:
+    """`n` benchmark rows on held-out articles, sampled and falsified deterministically from `seed`.
+
+    `rules`: "judge-data" falsifies with the judge data's own edits (falsify.py), "independent" with
+    edits the judge never trained on (falsify_independent.py). `paraphrase` rewords every sentence
+    (paraphrase.py) after the edits, so the text no longer repeats its source word for word."""
     if n < 1:
         raise ValueError(f"n={n}: ask for at least 1 text")
     if not 0 <= error_free_share <= 1:
         raise ValueError(f"error-free share {error_free_share} must be between 0 and 1")
     if not categories or set(categories) - set(CATEGORIES):
         raise ValueError(f"categories {categories!r}: choose from {CATEGORIES}")
+    if rules not in RULES:
+        raise ValueError(f"rules {rules!r}: choose from {RULES}")
     if summaries is None:
         from ..data import wiki
 
         summaries = wiki.summaries()
     articles = held_out_articles(summaries)
-    falsifier = Falsifier(articles, seed)
+    falsifier = (IndependentFalsifier if rules == "independent" else Falsifier)(articles, seed)
     rng = falsifier.rng
     error_free = set(rng.sample(range(n), round(n * error_free_share)))
     counts = dict.fromkeys(categories, 0)
@@ -85,7 +96,11 @@ def build(n: int, seed: int = 0, error_free_share: float = 0.2, summaries: Optio
             continue
         edits = {} if len(rows) in error_free else _falsify(falsifier, art, sentences, counts, categories)
         if edits is not None:
-            rows.append(_row(f"critics-{len(rows) + 1:04d}", art, sentences, edits))
+            shown = [edits[i][1] if i in edits else s for i, s in enumerate(sentences)]
+            if paraphrase:
+                shown = reword(art, shown)
+            row = _row(f"critics-{len(rows) + 1:04d}", art, sentences, shown, {i: c for i, (c, _) in edits.items()})
+            rows.append({**row, "rules": rules, "paraphrased": paraphrase})
     if len(rows) < n:
         raise ValueError(f"only {len(rows)} held-out articles have {MIN_SENTENCES} usable sentences (and an edit "
                          f"where one is needed); ask for at most that many")
@@ -107,13 +122,13 @@ def _falsify(f: Falsifier, art: Article, sentences: list[str], counts: dict, cat
     return edits or None
 
 
-def _row(id_: str, art: Article, sentences: list[str], edits: dict) -> dict:
+def _row(id_: str, art: Article, originals: list[str], shown: list[str], categories: dict[int, str]) -> dict:
+    """The text of `shown` sentences; those in `categories` (index -> category) are the falsified ones."""
     spans, falsified, at = [], [], 0
-    for i, original in enumerate(sentences):
-        s = edits[i][1] if i in edits else original
+    for i, (original, s) in enumerate(zip(originals, shown)):
         spans.append({"text": s, "start": at, "end": at + len(s)})
-        if i in edits:
-            falsified.append({"sentence_index": i, "start": at, "end": at + len(s), "category": edits[i][0],
+        if i in categories:
+            falsified.append({"sentence_index": i, "start": at, "end": at + len(s), "category": categories[i],
                               "original": original, "altered": s})
         at += len(s) + 1
     return {"id": id_, "title": art.title, "text": " ".join(s["text"] for s in spans), "sentences": spans,

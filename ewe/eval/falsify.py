@@ -91,7 +91,7 @@ class Falsifier(Builder):
 
     def _numeric(self, art: Article, s: str, date: bool) -> Optional[str]:
         eligible = [n for n in numbers(s) if n.kind in ("year", "number", "ordinal", "decade")
-                    and _is_date(s, n) == date and _exact(s, n)]
+                    and is_date(s, n) == date and exact_number(s, n)]
         for _ in range(TRIES if eligible else 0):
             r = self._number(art, s, art.passage())
             if r is None:
@@ -171,14 +171,7 @@ class Falsifier(Builder):
         return None
 
     def _kinship(self, art: Article, s: str) -> Optional[str]:
-        """"the son of X" -> "the brother of X": a relation of the same gender, after a possessive or "the ... of"."""
-        hits = [m for m in re.finditer(r"\b[a-z]+\b", s) if m.group(0) in _KIN and _KIN_BEFORE.search(s[:m.start()])
-                and (not re.search(r"\bthe\s+(?:[a-z]+\s+)?$", s[:m.start()]) or s[m.end():].startswith(" of "))
-                and not re.search(rf"\b{_KIN[m.group(0)]}\b", s)]
-        if not hits:
-            return None
-        m = self.rng.choice(hits)
-        return s[:m.start()] + _KIN[m.group(0)] + s[m.end():]
+        return kinship(self.rng, s)
 
     def negation(self, art: Article, s: str) -> Optional[str]:
         """The judge data's negation, not where it would stack on another negation or read unidiomatically."""
@@ -197,16 +190,33 @@ class Falsifier(Builder):
         return r[0]
 
     def cause_effect(self, art: Article, s: str) -> Optional[str]:
-        """A causal link turned around ("led to" -> "resulted from") or denied ("because of" -> "despite")."""
-        hits = [(m.start("w"), m.end("w"), repl) for pattern, repl in _CAUSAL for m in pattern.finditer(s)]
-        hits = [h for h in hits if (s[h[0]:h[1]].lower() != "caused" or _active_caused(s, h[0], h[1]))
-                and (s[h[0]:h[1]].lower() != "after" or not _RANK.search(s[:h[0]]))]
-        if not hits:
-            return None
-        start, end, repl = self.rng.choice(hits)
-        if s[start].isupper():
-            repl = repl[0].upper() + repl[1:]
-        return s[:start] + repl + s[end:]
+        return cause_effect(self.rng, s)
+
+
+def kinship(rng, s: str) -> Optional[str]:
+    """"the son of X" -> "the brother of X": a relation of the same gender, after a possessive or "the ... of"."""
+    hits = [m for m in re.finditer(r"\b[a-z]+\b", s) if m.group(0) in _KIN and _KIN_BEFORE.search(s[:m.start()])
+            and (not re.search(r"\bthe\s+(?:[a-z]+\s+)?$", s[:m.start()]) or s[m.end():].startswith(" of "))
+            and not re.search(rf"\b{_KIN[m.group(0)]}\b", s)]
+    if not hits:
+        return None
+    m = rng.choice(hits)
+    return s[:m.start()] + _KIN[m.group(0)] + s[m.end():]
+
+
+def cause_effect(rng, s: str, temporal: bool = True) -> Optional[str]:
+    """A causal link turned around ("led to" -> "resulted from") or denied ("because of" -> "despite");
+    with `temporal`, also an event's order ("after" -> "before", an edit the judge data makes too)."""
+    hits = [(m.start("w"), m.end("w"), repl) for pattern, repl in _CAUSAL for m in pattern.finditer(s)
+            if temporal or repl != "before"]
+    hits = [h for h in hits if (s[h[0]:h[1]].lower() != "caused" or _active_caused(s, h[0], h[1]))
+            and (s[h[0]:h[1]].lower() != "after" or not _RANK.search(s[:h[0]]))]
+    if not hits:
+        return None
+    start, end, repl = rng.choice(hits)
+    if s[start].isupper():
+        repl = repl[0].upper() + repl[1:]
+    return s[:start] + repl + s[end:]
 
 
 def _tokens_before(s: str, at: int) -> list[str]:
@@ -228,7 +238,7 @@ def _names_in(s: str) -> list[re.Match]:
     return out
 
 
-def _is_date(s: str, n) -> bool:
+def is_date(s: str, n) -> bool:
     after, before = s[n.end:n.end + 24], s[:n.start]
     return bool(n.kind in ("year", "decade") or re.match(r"\s*(?:BCE?|AD|CE)\b", after)
                 or (n.kind == "ordinal" and re.match(r"[^.;,]{0,20}?\b(?:centur|millenni)", after))
@@ -238,7 +248,7 @@ def _is_date(s: str, n) -> bool:
                     and re.search(r"\b(?:in|since|until)\s*$", before) and re.match(r"\s*(?:[,.;)]|and\b|$)", after)))
 
 
-def _exact(s: str, n) -> bool:
+def exact_number(s: str, n) -> bool:
     """Not a bound, an estimate or a time reference ("over 100", "since 1965", "as of 2007": moved one way,
     they still hold), not a unit conversion in brackets, not part of a name ("Apollo 11", "COVID-19")."""
     before = s[:n.start]

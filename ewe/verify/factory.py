@@ -60,7 +60,7 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
 
         backend = TreeChecker(judge(cfg.ita_base), evidence, llm() if cfg.ita_span == "llm" else None,
                               max_depth=cfg.ita_max_depth, max_children=cfg.ita_max_children, k=cfg.evidence_k,
-                              span_accepted=cfg.ita_span_accepted)
+                              span_accepted=cfg.ita_span_accepted, unsure_below=cfg.ita_unsure_below)
     else:
         backend = judge(cfg.backend)
     extractor = LLMClaimExtractor(llm()) if cfg.extractor == "llm" else RuleClaimExtractor()

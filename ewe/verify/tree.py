@@ -9,6 +9,8 @@ ita`): each claim becomes the root of a verification tree.
   `checker.ita_span: llm`, eq. 2-3, falling back to the rules when its reply holds no list;
   the rules alone with `rules`: the clause splitter, and for a single clause its details one at
   a time, ewe/verify/details.py), each retrieved for and verified in turn (top-down).
+- An accepted node is split too with `checker.ita_span_accepted`, or when its base score is below
+  `checker.ita_unsure_below` (an unsure accept); a rejected sub-claim then rejects it.
 - Consolidate (bottom-up, eq. 4): a node its own evidence left unsubstantiated is rejected
   when a sub-claim is rejected, accepted when every sub-claim is accepted, and otherwise
   stays unsubstantiated. The paper asks an LLM to consolidate; here the rule above does,
@@ -80,12 +82,14 @@ class TreeChecker:
     """The ITA backend: verifies each claim through a tree of sub-claims (module docstring)."""
 
     def __init__(self, base: Checker, evidence: Optional[EvidenceSource] = None, llm: Optional[LLM] = None,
-                 max_depth: int = 2, max_children: int = 3, k: int = 3, span_accepted: bool = False):
+                 max_depth: int = 2, max_children: int = 3, k: int = 3, span_accepted: bool = False,
+                 unsure_below: float = 0.0):
         if max_depth < 0 or max_children < 1 or k < 1:
             raise ValueError(f"max_depth >= 0, max_children >= 1 and k >= 1 needed (got {max_depth}, {max_children}, {k})")
         self.base, self.evidence, self.llm = base, evidence, llm
         self.max_depth, self.max_children, self.k = max_depth, max_children, k
         self.span_accepted = span_accepted
+        self.unsure_below = unsure_below  # an accept scored below this is split like an unsubstantiated node
         self.name = f"ita({getattr(base, 'name', type(base).__name__)})"
 
     # -- spanning ---------------------------------------------------------------------------
@@ -122,7 +126,7 @@ class TreeChecker:
                   verdict.rationale or f"{verdict.label} by {getattr(self.base, 'name', 'the base backend')}")
         node = TreeNode(claim.text, depth, state, reason, verdict.evidence[:1] if state != UNSUBSTANTIATED else [],
                         verdict)
-        spans = state == UNSUBSTANTIATED or (state == ACCEPT and self.span_accepted)
+        spans = state == UNSUBSTANTIATED or (state == ACCEPT and (self.span_accepted or verdict.score < self.unsure_below))
         if not spans or depth >= self.max_depth:
             return node
         subs, how = self.sub_claims(claim.text)
