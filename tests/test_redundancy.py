@@ -105,6 +105,29 @@ def test_the_subjects_name_alone_never_sends_two_claims_to_the_judge():
         (0, 1): MUTUAL}  # a shared number still goes to the judge
 
 
+def test_a_claim_naming_the_subject_repeats_one_that_said_it_with_a_pronoun():
+    """The extractor leaves "It" unresolved where the answer named no subject before it; the same
+    claim with the subject named adds nothing. Another subject's claim ("Her sister ...") is not
+    one the subject's name restates."""
+    r = Redundancy(NoJudge())
+    earlier = ["It is a homotopy invariant, meaning that it is preserved under homotopy."]
+    said = r.novel(["The fundamental group is a homotopy invariant, meaning that it is preserved under homotopy."],
+                   earlier, subject="Fundamental group")
+    assert said == [(0, CONTAINED)]
+    strict = Redundancy(AlwaysRefuses())  # the pair shares words: the judge is asked, and says no
+    assert strict.novel(["Marie Curie was born in Warsaw."], ["Her sister was born in Warsaw."],
+                        subject="Marie Curie") == [None]
+    assert strict.novel(["Marie Curie was born in Warsaw."], ["She was born in Warsaw."],
+                        subject="Marie Curie") == [(0, CONTAINED)]
+
+
+class AlwaysRefuses:
+    def probabilities(self, claims, passages):
+        import torch
+
+        return torch.tensor([[0.01, 0.99, 0.0]] * len(claims))
+
+
 # -- the scorer counts each claim once -------------------------------------------------------------
 
 TRUE = {"Marie Curie was a physicist.", "Marie Curie won two Nobel prizes.", "Marie Curie was born in Warsaw.",

@@ -34,6 +34,7 @@ MUTUAL = "entail each other"
 CONTAINED = "an earlier claim holds its content words"
 ENTAILED = "an earlier claim entails it"
 _EXACT_GROUP_LIMIT = 16
+_BARE_PRONOUN = re.compile(r"(?:It|He|She|They)\s+(?:is|was|are|were|has|had|have|also|later|became|remains)\b")
 
 
 def _may_restate(a: "_Words", b: "_Words", name_words: frozenset) -> bool:
@@ -145,15 +146,22 @@ class Redundancy:
         """For each claim, (the index of an earlier claim that already says it, why), or None
         when the claim adds something to the answer (about `subject`, see `links`)."""
         name_words = _name_words(subject)
+        subject_words = frozenset(content_keys(subject)) if subject else frozenset()
         out: list[Optional[tuple[int, str]]] = [None] * len(claims)
         norm_earlier = {normalize(e): k for k, e in reversed(list(enumerate(earlier)))}
         earlier_words = [_Words.of(e) for e in earlier]
+        # an earlier claim whose subject is a pronoun the extractor left unresolved ("It is a homotopy
+        # invariant") stands for the answer's subject: the same claim with the subject named ("The
+        # fundamental group is a homotopy invariant") holds no other content word
+        pronoun_led = [bool(_BARE_PRONOUN.match(e)) for e in earlier]
         pairs = []
         for i, c in enumerate(claims):
             k = norm_earlier.get(normalize(c))
             w = _Words.of(c)
+            unnamed = _Words(w.keys - subject_words, w.numbers, w.negations)
             if k is None:
-                k = next((k for k, e in enumerate(earlier_words) if w.within(e)), None)
+                k = next((k for k, e in enumerate(earlier_words)
+                          if w.within(e) or (pronoun_led[k] and unnamed.within(e))), None)
                 if k is not None:
                     out[i] = (k, CONTAINED)
                     continue
