@@ -29,6 +29,7 @@ from .falsify_independent import IndependentFalsifier
 from .paraphrase import reword
 
 MIN_SENTENCES, MAX_SENTENCES = 5, 15
+RULES = ("judge-data", "independent")  # the edits that falsify: falsify.py, falsify_independent.py
 CHART = "critics_by_category.png"
 # what a critic cost per text, when its results carry it (ewe eval critics run)
 COST_COLUMNS = {"seconds_per_text": "s/text (median)", "judged_claims_per_text": "claims judged/text",
@@ -56,9 +57,6 @@ def text_sentences(art: Article) -> list[str]:
               and s.count("(") == s.count(")")]
     named = replace(art, title=re.sub(r" \([^()]*\)$", "", art.title))  # "Hans Krebs", not "Hans Krebs (biochemist)"
     return [judge_data.resolve_subject(s, named) for s in usable][:MAX_SENTENCES]
-
-
-RULES = ("judge-data", "independent")
 
 
 def build(n: int, seed: int = 0, error_free_share: float = 0.2, summaries: Optional[dict] = None,
