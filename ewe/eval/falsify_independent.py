@@ -29,7 +29,6 @@ from ..judge.data import MONTHS, Article
 from ..verify.text import is_negated, numbers
 from .falsify import CATEGORIES, cause_effect, exact_number, is_date, kinship
 
-RULES = "independent"
 _WORDS = ("two three four five six seven eight nine ten eleven twelve").split()
 _SCALES = {"thousand": "million", "million": "billion", "billion": "million"}
 # nationalities that also name a language, and those that do not: a swap stays in its kind ("in English"
@@ -77,8 +76,6 @@ _LIST_GOES_ON = re.compile(r"\s*(?:,|and\b|\()")
 
 class IndependentFalsifier:
     """One method per category: the sentence made false, or None where no edit applies."""
-
-    rules = RULES
 
     def __init__(self, articles: list[Article], seed: int = 0):
         self.rng = random.Random(seed)
