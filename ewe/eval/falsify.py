@@ -132,9 +132,7 @@ class Falsifier(Builder):
         return None
 
     def role_relation(self, art: Article, s: str) -> Optional[str]:
-        makers = [self._description, self._opposite, self._kinship]
-        self.rng.shuffle(makers)
-        return next((a for make in makers for a in [make(art, s)] if a), None)
+        return first_edit(self.rng, [self._description, self._opposite, self._kinship], art, s)
 
     def _description(self, art: Article, s: str) -> Optional[str]:
         """"X is a Y ..." -> "X is a Z.", Z another same-topic article's description (Builder.role_swap) that
@@ -191,6 +189,13 @@ class Falsifier(Builder):
 
     def cause_effect(self, art: Article, s: str) -> Optional[str]:
         return cause_effect(self.rng, s)
+
+
+def first_edit(rng, makers, art: Article, s: str) -> Optional[str]:
+    """The first edit that applies, the makers tried in a random order."""
+    makers = list(makers)
+    rng.shuffle(makers)
+    return next((a for make in makers for a in [make(art, s)] if a), None)
 
 
 def kinship(rng, s: str) -> Optional[str]:

@@ -27,7 +27,7 @@ from typing import Optional
 
 from ..judge.data import MONTHS, Article
 from ..verify.text import is_negated, numbers
-from .falsify import CATEGORIES, cause_effect, exact_number, is_date, kinship
+from .falsify import CATEGORIES, cause_effect, exact_number, first_edit, is_date, kinship
 
 _WORDS = ("two three four five six seven eight nine ten eleven twelve").split()
 _SCALES = {"thousand": "million", "million": "billion", "billion": "million"}
@@ -87,9 +87,7 @@ class IndependentFalsifier:
         return altered if altered and altered != s else None
 
     def _pick(self, makers, art: Article, s: str) -> Optional[str]:
-        makers = list(makers)
-        self.rng.shuffle(makers)
-        return next((a for make in makers for a in [make(art, s)] if a), None)
+        return first_edit(self.rng, makers, art, s)
 
     # --- date ---------------------------------------------------------------------------
 
