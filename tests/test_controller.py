@@ -731,3 +731,20 @@ def test_a_retry_after_the_memory_changed_is_decoded():
     """Feedback in memory changes what the retry reads: it is decoded (and here corrected)."""
     r = make(text_script(corrected_by_feedback()), ScriptedChecker(false={B_WRONG})).generate(PROMPT)
     assert B_RIGHT in r.text and not events(r, "retries_exhausted")
+
+
+def test_every_event_a_method_traces_is_registered_and_rendered():
+    """Trace.add refuses an unregistered type at run time (A2R's "repeats_dropped" once stopped a
+    bench run on its first repeated sentence): every type the code adds is registered and rendered."""
+    import re
+    from pathlib import Path
+
+    import ewe
+    from ewe.controller import trace
+
+    root = Path(ewe.__file__).parent
+    added = {m for f in root.rglob("*.py") for m in re.findall(r"\btrace\.add\(\s*\"(\w+)\"", f.read_text())}
+    assert {"check", "repeats", "repeats_dropped", "a2r_answer"} <= added  # the scan sees the methods' events
+    assert added <= set(trace.EVENT_TYPES)
+    source = Path(trace.__file__).read_text()
+    assert [t for t in added if f'kind == "{t}"' not in source] == []

@@ -203,3 +203,20 @@ def test_a_whole_answer_loses_its_repeated_sentences_and_keeps_the_rest(redundan
     assert [d["sentence"] for d in dropped] == ["She was a physicist.", "She won two Nobel prizes."]
     same = "Marie Curie was a physicist. She won two Nobel prizes. "
     assert drop_repeats(redundancy, RuleClaimExtractor(), same, "Tell me a bio of Marie Curie.") == (same, [])
+
+
+def test_a_whole_answer_method_traces_the_sentences_it_dropped():
+    """What A2R, Full-VR and CoVe return without their repeats is in the trace, and the trace renders."""
+    from types import SimpleNamespace
+
+    from ewe.controller.trace import Trace, render
+    from ewe.methods.calls import without_repeats
+
+    runtime = SimpleNamespace(config=SimpleNamespace(checker=SimpleNamespace(reject_repeats=True)))
+    trace = Trace()
+    kept = without_repeats(runtime, "Marie Curie won two Nobel prizes. Marie Curie won two Nobel prizes.",
+                           "Tell me a bio of Marie Curie.", trace)
+    assert kept == "Marie Curie won two Nobel prizes."
+    [event] = trace.to_list()
+    assert event["type"] == "repeats_dropped" and event["dropped"][0]["sentence"] == "Marie Curie won two Nobel prizes."
+    assert "dropped 1 sentence(s)" in render(trace.to_list())

@@ -528,6 +528,40 @@ def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
     assert [c.text for c in claims] == ["The Amazon flows into the sea."]
 
 
+def test_it_refers_to_the_thing_the_prompt_asks_about():
+    """An objects answer's "It is ..." is about the prompt's topic (an "about X" prompt does not say
+    X is a person), unless another unnamed thing was the subject since; a bio's person never is
+    an "it"."""
+    from ewe.verify.claims import RuleClaimExtractor, asks_about_person, prompt_topic
+
+    assert prompt_topic("What can you tell me about Fundamental group? Provide details.") == "Fundamental group"
+    assert prompt_topic("What can you tell me about Phoenix (mythology)? Provide details.") == "Phoenix"
+    assert prompt_topic("Tell me about the Eiffel Tower.") == "Eiffel Tower"
+    assert prompt_topic("Tell me a bio of Marie Curie.") == "Marie Curie"
+    assert prompt_topic("Tell me more about it.") is None
+    assert asks_about_person("Who was Ada Lovelace?") and not asks_about_person("Tell me about Tonga.")
+
+    def claims(sentence, context, prompt):
+        return [c.text for c in RuleClaimExtractor().extract(sentence, context=context, prompt=prompt).claims]
+
+    about = "What can you tell me about Nagoya? Provide as many specific details as possible."
+    assert claims("It is the largest city in the Chubu region.", "Nagoya is the capital of Aichi.", about) == [
+        "Nagoya is the largest city in the Chubu region."]
+    assert claims("Its seaport is the largest in Japan.", "Nagoya is a city.", about) == [
+        "Nagoya's seaport is the largest in Japan."]
+    group = "What can you tell me about Fundamental group?"
+    assert claims("It is a homotopy invariant.", None, group) == ["Fundamental group is a homotopy invariant."]
+    assert claims("It is abelian.", "The fundamental group is a group.", group) == ["Fundamental group is abelian."]
+    # another thing was the subject since: "it" may be that thing, so it stays
+    assert claims("It is made of gold.", "A statue stands inside.", "What can you tell me about Parthenon?") == [
+        "It is made of gold."]
+    # a he/she that stood for the topic makes it a person: no "it" for them
+    assert claims("It was awarded in 1903.", "She won the Nobel Prize.", "Tell me about Marie Curie.") == [
+        "It was awarded in 1903."]
+    assert claims("It was awarded in 1903.", "Marie Curie won the Nobel Prize.", "Tell me a bio of Marie Curie.") == [
+        "It was awarded in 1903."]
+
+
 # --- claims: whole propositions only, hedges stripped, nothing from text with no claim ---------
 
 
@@ -597,6 +631,17 @@ def test_coordinated_adjectives_stay_one_claim():
     ("Place of birth: La Ferté-Milon", ["Jean Racine's place of birth is La Ferté-Milon."]),
     ("In 1677: he left the theatre", ["In 1677: he left the theatre."]),  # a sentence with a colon, not a field
     ("* Tragedies: These are his best-known plays", ["Tragedies are his best-known plays."]),  # the value is about the label
+    # a small model's fact sheets: lower-case labels, a bare "*" as the mark, the name said again
+    ("* birthdate: 28 March 1896", ["Jean Racine's birthdate is 28 March 1896."]),
+    ("*Died: 21 April 1699", ["Jean Racine died 21 April 1699."]),
+    ("*Name: Jean Racine", []),
+    ("* family name: Racine", []),
+    # headings, introductions and the answer speaking to the reader state nothing
+    ("Here is a detailed biography of Jean Racine:", []),
+    ("**Early life:**", []),
+    ("Jean Racine's bio:", []),
+    ("Sure, I'd be happy to provide a more detailed biography of Jean Racine.", []),
+    ("I'm glad I could provide a brief overview of Jean Racine.", []),
 ])
 def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     from ewe.verify.claims import RuleClaimExtractor

@@ -17,6 +17,9 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                "vr_answer", "vr_refine",
                # A2R (ewe/methods/a2r.py)
                "a2r_answer", "a2r_assess", "a2r_feedback",
+               # a sentence that added nothing: Streaming-VR's check (ewe/methods/verify_refine.py), and a
+               # whole-answer method's dropped sentences (ewe/methods/calls.py without_repeats)
+               "repeats", "repeats_dropped",
                # PrefixNLI (ewe/methods/prefixnli.py): a step where the judge changed the top token; no source
                "prefix_guide", "prefix_unguided")
 
@@ -172,4 +175,13 @@ def render(events: list[dict], width: int = 100) -> str:
                 f"{e['citation_recall']:.2f}, precision {e['citation_precision']:.2f} (mean {e['mean']:.2f})")
         elif kind == "a2r_feedback":
             say(f"{at} A2R feedback #{e['iteration']} ({e['source']})", e["text"].strip())
+        elif kind == "repeats":
+            why = "; ".join(r["why"] for r in e["repeats"])
+            say(f"{at} repeats ({why}): {e['sentence']}")
+        elif kind == "repeats_dropped":
+            say(f"{at} dropped {len(e['dropped'])} sentence(s) that add nothing to those before them")
+            for d in e["dropped"]:
+                why = "; ".join(r["why"] for r in d["repeats"])
+                out.append(textwrap.fill(f"[{why}] {d['sentence']}", width, initial_indent="        ",
+                                         subsequent_indent="          "))
     return "\n".join(out)

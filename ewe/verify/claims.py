@@ -43,6 +43,8 @@ PARTICIPLES = set(
 )
 PRONOUNS = {"he", "she", "it", "they"}
 _PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+(?=[A-Z])")
+_ASKS_ABOUT_PERSON = re.compile(r"\b(?i:(?:bio(?:graphy)?|life)\s+of|who (?:is|was))\s+(?=[A-Z])")
+_PROMPT_TOPIC = re.compile(r"\b(?i:about)\s+(?:(?:the|an?)\s+)?([^?.!:;\n]{1,80}?)\s*(?:\([^)]*\)\s*)?(?:[?.!:;\n]|$)")
 _NAME_PARTICLES = {"da", "de", "del", "della", "di", "du", "van", "von", "der", "den", "la", "le", "bin", "ibn", "al"}
 _INITIAL = re.compile(r"[A-Z]\.$")
 
@@ -76,6 +78,26 @@ def prompt_person(prompt: Optional[str]) -> Optional[str]:
         if core != w:
             break  # punctuation ends the name
     return " ".join(out) or None
+
+
+_NOT_TOPICS = {"it", "this", "that", "them", "him", "her", "these", "those", "yourself", "you", "me"}
+
+
+def asks_about_person(prompt: Optional[str]) -> bool:
+    """Whether the prompt's form says its subject is a person ("a bio of", "the life of", "who
+    was"): "What can you tell me about Tonga?" does not, so "it" may stand for Tonga."""
+    return bool(_ASKS_ABOUT_PERSON.search(prompt or ""))
+
+
+def prompt_topic(prompt: Optional[str]) -> Optional[str]:
+    """What an "about X" prompt asks about, lower-case words and all, without a leading article or
+    a closing "(disambiguation)" ("What can you tell me about Fundamental group?" -> "Fundamental
+    group", "about Phoenix (mythology)?" -> "Phoenix"); else the prompt's person."""
+    m = None if asks_about_person(prompt) else _PROMPT_TOPIC.search(prompt or "")
+    topic = m.group(1).strip() if m else ""
+    if not topic[:1].isalnum() or len(topic.split()) > 8 or topic.lower() in _NOT_TOPICS:
+        return prompt_person(prompt)
+    return topic
 
 
 def _name_goes_on(rest: list[str]) -> bool:
@@ -248,21 +270,31 @@ class _Referents:
     last_roles: frozenset = frozenset()  # role nouns in the sentence that named `last` ("X was a physicist")
     persons: set = field(default_factory=set)
     gender: dict = field(default_factory=dict)
+    topic: Optional[str] = None  # what the prompt asks about ("Fundamental group"), person or thing
+    things: set = field(default_factory=set)  # referents an it/its has stood for (never a he/she)
+    other: bool = False  # the latest subject was an unnamed thing other than the topic ("The temple has")
 
     def for_pronoun(self, pronoun: str) -> Optional[str]:
         """he/she/his/her: the prompt's person, else the last named subject; it/its: the last
-        named subject unless a he/she stood for it; they/their: the last named subject. None
-        where the gender already seen disagrees."""
+        named subject, else the prompt's topic ("Tonga", "Fundamental group") unless another
+        thing was the subject since; they/their: the last named subject. None where a he/she
+        has stood for the it, an it for the he/she, or the gender already seen disagrees."""
         p = pronoun.lower()
         if p in _POSSESSIVE_GENDER:
             ref = self.person or self.last
+            if ref in self.things:
+                return None
             if ref and self.gender.setdefault(ref, _POSSESSIVE_GENDER[p]) != _POSSESSIVE_GENDER[p]:
                 return None
             if ref:
                 self.persons.add(ref)
             return ref
-        if p in ("it", "its"):
-            return self.last if self.last not in self.persons and self.last != self.person else None
+        if p in ("it", "its"):  # the last named subject, else the prompt's topic if nothing else came between
+            ref = self.last if self.last is not None else None if self.other else self.topic
+            if ref is None or ref in self.persons:
+                return None
+            self.things.add(ref)
+            return ref
         return self.last
 
     def for_description(self, role: str) -> Optional[str]:
@@ -278,6 +310,16 @@ class _Referents:
         """The person a non-initial his/him/her stands for: only where the gender is known to agree."""
         ref = self.person or (self.last if self.last in self.persons else None)
         return ref if ref and self.gender.get(ref) == _POSSESSIVE_GENDER[pronoun.lower()] else None
+
+
+def _names_topic(subject: str, topic: Optional[str]) -> bool:
+    """Whether an unnamed subject is the topic ("A grenade", "Grenades" for "Grenade"; "The
+    fundamental group" for "Fundamental group"): each of the topic's words, plural or not."""
+    if not topic:
+        return False
+    said = {w.lower().rstrip("s") for w in WORD.findall(subject)}
+    words = [w.lower().rstrip("s") for w in WORD.findall(topic) if w.lower() not in ("the", "of", "a", "an")]
+    return bool(words) and all(w in said for w in words)
 
 
 def _same_name(a: str, b: str) -> bool:
@@ -321,8 +363,8 @@ class RuleClaimExtractor:
     name = "rules"
 
     def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
-        refs = _Referents(person=prompt_person(prompt))
-        if refs.person:
+        refs = _Referents(person=prompt_person(prompt), topic=prompt_topic(prompt))
+        if refs.person and asks_about_person(prompt):  # "about Tonga" may be an it
             refs.persons.add(refs.person)
         for a, b in sentence_spans(context) if context else ():
             self._resolve_subject(strip_hedges(context[a:b]).rstrip(".!? "), refs)
@@ -353,6 +395,9 @@ class RuleClaimExtractor:
         if subject and name_words(subject):
             refs.last = subject
             refs.last_roles = frozenset(w for w in re.findall(r"[a-z]+", body) if w in ROLE_NOUNS)
+            refs.other = False
+        elif subject and not (pronoun and not referent):
+            refs.other = not _names_topic(subject, refs.topic)
         return body, span, subject
 
     def _resolve_rest(self, text: str, refs: _Referents) -> str:
@@ -469,11 +514,20 @@ def _coordinated_adjective(left: str, right: str) -> bool:
             and re.search(r"\b(?:a|an|the|his|her|its|their)\s+[\w'’-]+$", left.rstrip(), re.IGNORECASE) is not None)
 
 
+# The answer speaking of itself or to the reader: "Sure, I'd be happy to ...", "Here is a bio of X:".
+_ADDRESS = re.compile(r"(?:(?:sure|certainly|of course|okay|ok|absolutely)\b[\s,!.]*)?"
+                      r"(?:i|i'm|i’m|i'd|i’d|i'll|i’ll|i've|i’ve|we|we're|we'd|we'll|you|you're|let me|let's|let’s|"
+                      r"here's|here’s|here is|here are|below is|below are|this is a (?:brief |short |detailed )?"
+                      r"(?:bio|biography|summary|overview))\b", re.IGNORECASE)
+
+
 def _claim_like(sentence: str) -> bool:
-    """Questions, fragments of fewer than three words and text not in English state nothing
-    this checker can check."""
+    """Questions, headings and introductions (a line ending at its colon: "Early life:", "Here is
+    a bio of X:"), the answer addressing the reader, fragments of fewer than three words and text
+    not in English state nothing this checker can check."""
     s = sentence.strip()
-    return not s.endswith("?") and len(WORD.findall(s)) >= 3 and is_english(s)
+    return (not s.endswith(("?", ":")) and not _ADDRESS.match(s) and len(WORD.findall(s)) >= 3
+            and is_english(s))
 
 
 _HEDGE = re.compile(

@@ -230,7 +230,7 @@ def is_negated(text: str) -> bool:
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\(?\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__")
-_FIELD = re.compile(r"^(?P<label>[A-Z][\w'’ -]{0,40}?)\s*:\s*(?P<value>\S.*)$")
+_FIELD = re.compile(r"^(?P<label>[^\W\d_][\w'’ -]{0,40}?)\s*:\s*(?P<value>\S.*)$")
 _CLAUSE_WORDS = {"that", "is", "was", "are", "were", "he", "she", "it", "they", "i", "we", "you", "this", "these"}
 _LABEL_PRONOUNS = {"these", "this", "they", "it"}  # a value that is a sentence about the label itself
 _PARTICIPLE_LABELS = {"born", "died", "known", "buried", "educated", "married", "founded", "built", "awarded"}
@@ -240,9 +240,10 @@ def as_statement(line: str, subject: str | None) -> str:
     """A list item or a "Label: value" line as the sentence it stands for, so that a small model's
     lists and fact sheets are checked like prose: "- He wrote Phèdre" -> "He wrote Phèdre";
     "Birthdate: 22 March 1614" -> "X's birthdate is 22 March 1614."; "Born: 1639" -> "X was born
-    1639."; "Known for: tragedy" -> "X was known for tragedy." With no subject, or a label that is
-    not a field name (over three words, function words, digits), only the list mark and emphasis go."""
-    text = _LIST_MARK.sub("", _EMPHASIS.sub("", line).strip()).strip()
+    1639."; "Known for: tragedy" -> "X was known for tragedy."; "Name: X" -> "" (nothing to check).
+    With no subject, or a label that is not a field name (over three words, function words,
+    digits), only the list mark and emphasis go."""
+    text = _LIST_MARK.sub("", _EMPHASIS.sub("", line).strip()).strip().strip("*").strip()  # "*Died: 1879" too
     m = _FIELD.match(text)
     if not m or not subject:
         return text
@@ -251,6 +252,10 @@ def as_statement(line: str, subject: str | None) -> str:
     if (not value or len(words) > 3 or any(not w.replace("-", "").isalpha() or w in _CLAUSE_WORDS for w in words)
             or (words[0] in STOPWORDS and words[0] not in _PARTICIPLE_LABELS)):
         return text  # "In 1903: ...", "Note that: ...": a sentence with a colon, not a field
+    if content_keys(value) and content_keys(value) <= content_keys(subject):
+        return ""  # "Name: George Eliot", "Alias: Malevich": the subject named again, nothing to check
+    if words == ["died"]:
+        return f"{subject} died {value}."
     if words[0] in _PARTICIPLE_LABELS:
         return f"{subject} was {' '.join(words)} {value}."
     first = value.split(maxsplit=1)
