@@ -703,6 +703,21 @@ def test_a_last_sentence_the_budget_cut_right_after_its_end_is_checked():
     assert r.text.strip() == f"{A} {C}" and r.stats["repeats_rejected"] >= 1
 
 
+def test_a_last_sentence_the_budget_cut_off_is_dropped_when_it_repeats_and_kept_when_new():
+    """Cut off mid-sentence, the tail is never fact-checked, but a tail the answer already says ends
+    the answer before it (traced); a tail that adds something stays."""
+    checker = ScriptedChecker(false=set())
+    cut = f"{A} {C} {A[:-1]}"  # the budget ends just before the repeat's full stop
+    r = make(text_script(fixed(f"{A} {C} {A} {B_RIGHT}")), checker, max_new_tokens=len(ids_of(cut))).generate(PROMPT)
+    assert r.text.strip() == f"{A} {C}" and A[:-1] not in checker.calls
+    [drop] = events(r, "repeats_dropped")
+    assert drop["dropped"][0]["sentence"] == A[:-1] and drop["dropped"][0]["cut_off"]
+    new = f"{A} {C} {B_RIGHT[:-1]}"
+    r = make(text_script(fixed(f"{A} {C} {B_RIGHT}")), ScriptedChecker(false=set()),
+             max_new_tokens=len(ids_of(new))).generate(PROMPT)
+    assert r.text.strip() == new.strip() and events(r, "repeats_dropped") == []
+
+
 @pytest.mark.parametrize("policy", ["keep_best", "drop"])
 def test_a_greedy_retry_under_the_same_memory_is_not_decoded_again(policy, monkeypatch):
     """With no feedback to add (and nothing retrieved), a greedy retry would read exactly what the

@@ -167,6 +167,17 @@ def test_a_sentence_cut_off_by_the_token_budget_is_not_checked():
     assert r.sentences[-1]["complete"] is False and r.sentences[-1]["checked"] is False
 
 
+@pytest.mark.parametrize("mode", ["live", "offline"])
+def test_a_cut_off_last_sentence_that_repeats_the_answer_is_dropped(mode):
+    """Unchecked, but a tail whose claims the answer already holds is cut from it (traced)."""
+    script = Script([f"{S2} {S3} {S2} {S1}"])
+    ewe, checker = make(script, false=(), mode=mode, max_new_tokens=len(ids_of(f"{S2} {S3} {S2[:-1]}")))
+    r = ewe.generate(PROMPT)
+    assert r.finish_reason == "length" and r.text.strip() == f"{S2} {S3}" and checker.calls == [S2, S3]
+    [drop] = events(r, "repeats_dropped")
+    assert drop["dropped"][0]["sentence"] == S2[:-1] and drop["dropped"][0]["cut_off"]
+
+
 # -- Streaming-VR, offline (the paper's protocol) ----------------------------------------------
 
 

@@ -25,7 +25,7 @@ from ..engine import BanFirstTokens, Branch, ContinuousLoop, Hook, JoiningRow, R
 from ..engine.watch import answer_watchers, prompt_watchers
 from ..result import GenerationResult
 from ..stats import ControlledStats
-from ..verify.claims import prompt_person
+from ..verify.claims import RuleClaimExtractor, prompt_person
 from ..verify.redundancy import Redundancy, sentence_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
 from ..verify.types import SUPPORTED, Evidence
@@ -178,6 +178,25 @@ class ControlledRun(Hook):
                                  self._earlier_claims(start), self.subject)
         self.seconds["repeats"] += time.perf_counter() - t0
         return found
+
+    def _drop_repeated_tail(self) -> None:
+        """A last sentence the token budget cut off is never fact-checked (it is unfinished), but one
+        whose claims the answer already holds only pads it: the answer ends before it."""
+        tail = self.tracker.unfinished()
+        if tail is None or not self.reject_repeats or self.checker is None:
+            return
+        t0 = time.perf_counter()
+        extractor = getattr(self.checker, "extractor", None) or RuleClaimExtractor()
+        claims = extractor.extract(tail.text, context=self.tracker.decode(0, tail.start),
+                                   prompt=self.prompt).claims
+        earlier_text = [x.text for x in self.tracker.sentences if x.end <= tail.start]
+        found = sentence_repeats(self.redundancy, tail.text, [c.text for c in claims], earlier_text,
+                                 self._earlier_claims(tail.start), self.subject)
+        self.seconds["repeats"] += time.perf_counter() - t0
+        if found:
+            self.trace.add("repeats_dropped", dropped=[{"sentence": tail.text, "repeats": found, "cut_off": True}])
+            self.tracker.truncate(tail.start)
+            self.repeats_rejected += 1
 
     def _new_supported(self, start: int, check) -> int:
         """Supported claims of a candidate's check that the answer before `start` does not already hold."""
@@ -503,6 +522,8 @@ class ControlledRun(Hook):
         """This prompt's answer (row `row` of the loop) with its sentences, stats and trace; `since`:
         the loop's prefill, decode and rewind seconds when the row joined (its model times are the
         batch's from then on)."""
+        if loop.reasons[row] != "eos":
+            self._drop_repeated_tail()
         t, finish = self.tracker, loop.reasons[row]
         total = time.perf_counter() - t_start
         sec = self.seconds

@@ -123,12 +123,11 @@ class VerifyRefine(CheckedMethod):
         run.trace.add("check", start_token=start, **check_event(check))
         return check
 
-    def repeats(self, run: _Run, sentence: str, check) -> bool:
-        """A passed sentence that adds nothing to the answer so far (checker.reject_repeats): traced as a
-        failed check with reason "repeats". The answer's claims so far are kept in `run`."""
-        claims = [c.text for c in check.claims]
+    def _repeats_why(self, run: _Run, sentence: str, claims: list[str]) -> list[dict]:
+        """Why `sentence` adds nothing to the answer so far ([]: it adds something, or
+        checker.reject_repeats is off). The answer's claims so far are kept in `run`."""
         if not self.runtime.config.checker.reject_repeats:
-            return False
+            return []
         if run.redundancy is None:
             from ..verify.redundancy import Redundancy
 
@@ -136,8 +135,28 @@ class VerifyRefine(CheckedMethod):
         from ..verify.claims import prompt_person
         from ..verify.redundancy import sentence_repeats
 
-        why = sentence_repeats(run.redundancy, sentence, claims, run.said_texts, run.said_claims,
-                               prompt_person(run.prompt))
+        return sentence_repeats(run.redundancy, sentence, claims, run.said_texts, run.said_claims,
+                                prompt_person(run.prompt))
+
+    def tail_repeats(self, run: _Run, tail: str, context: str) -> bool:
+        """A last sentence the token budget cut off is never checked, but one that adds nothing to
+        the answer before it is dropped (traced as "repeats_dropped")."""
+        from ..verify.claims import RuleClaimExtractor
+
+        if not tail.strip():
+            return False
+        extractor = getattr(self.checker, "extractor", None) or RuleClaimExtractor()
+        claims = [c.text for c in extractor.extract(tail.strip(), context=context or None, prompt=run.prompt).claims]
+        why = self._repeats_why(run, tail.strip(), claims)
+        if why:
+            run.trace.add("repeats_dropped", dropped=[{"sentence": tail.strip(), "repeats": why, "cut_off": True}])
+        return bool(why)
+
+    def repeats(self, run: _Run, sentence: str, check) -> bool:
+        """A passed sentence that adds nothing to the answer so far (checker.reject_repeats): traced as a
+        failed check with reason "repeats"."""
+        claims = [c.text for c in check.claims]
+        why = self._repeats_why(run, sentence, claims)
         if why:
             run.failed += 1
             run.trace.add("repeats", sentence=sentence, repeats=why)
@@ -273,7 +292,10 @@ class VerifyRefine(CheckedMethod):
             run.sentences.append({"text": final, "original": sentence, "checked": True,
                                   "needs_rewrite": check.needs_rewrite})
             kept += final
-        kept += answer[last:]
+        tail = answer[last:]
+        if out.finish_reason == "length" and last < len(answer) and self.tail_repeats(run, tail, kept):
+            tail = ""
+        kept += tail
         if kept == answer:
             return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
         return kept, text_tokens(self.runtime, kept), [], out.finish_reason
@@ -295,6 +317,9 @@ class VerifyRefine(CheckedMethod):
         run.seconds["generate"] += loop.model_s
         t = live.tracker
         cut_off = t.unfinished()
+        if cut_off and loop.reasons[0] != "eos" and self.tail_repeats(run, cut_off.text, t.decode(0, cut_off.start)):
+            t.truncate(cut_off.start)
+            cut_off = None
         for s in t.sentences + ([cut_off] if cut_off else []):
             run.sentences.append({**s.describe(), "checked": s.start in live.verdicts,
                                   "needs_rewrite": live.verdicts.get(s.start),
