@@ -145,7 +145,9 @@ class CheckerConfig(Settings):
         "delta, which spans only what the verifier leaves unsubstantiated)")
     ita_span: Literal["llm", "rules"] = Field(
         "llm", description="ita: sub-claims written by checker.llm, or split by the rule-based clause splitter")
-    extractor: Literal["rules", "llm"] = Field("rules", description="claim extraction; llm falls back to rules")
+    extractor: Literal["rules", "atomic", "llm"] = Field(
+        "rules", description="claim extraction: the rule splitter's clauses; atomic: also one claim per predicate noun "
+        "of a list (the scorer's unit, configs/eval.yaml); llm falls back to rules")
     llm: Literal["generator", "http"] = Field("generator", description="the model behind the llm extractor / judge")
     evidence_k: int = Field(3, ge=1, le=50, description="passages retrieved per claim")
     query_with_prompt: bool = Field(False, description="search evidence with prompt + claim")

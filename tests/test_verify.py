@@ -649,3 +649,35 @@ def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     got = RuleClaimExtractor().extract(line, context="Jean Racine was a French dramatist.",
                                        prompt="Tell me a bio of Jean Racine.")
     assert [c.text for c in got.claims] == claims
+
+
+@pytest.mark.parametrize("sentence,claims", [
+    ("Marie Curie was a physicist and a chemist.", ["Marie Curie was a physicist and a chemist."]),
+])
+def test_the_loop_keeps_a_list_of_predicate_nouns_as_one_claim(sentence, claims):
+    """The loop's unit is the clause its judge was trained on; the scorer's is atomic (below)."""
+    from ewe.verify.claims import RuleClaimExtractor
+
+    assert [c.text for c in RuleClaimExtractor().extract(sentence, prompt="Tell me a bio of Marie Curie.").claims] == claims
+
+
+@pytest.mark.parametrize("sentence,claims", [
+    # a list of predicate nouns is one claim per noun; a "who" clause after it is the subject's own claim
+    ("Marie Curie was a physicist and a chemist.", ["Marie Curie was a physicist.", "Marie Curie was a chemist."]),
+    ("Arnold Schoenberg is a renowned American actor, businessman, and former bodybuilder who defiantly "
+     "reaffirmed his Judaism.", ["Arnold Schoenberg is a renowned American actor.", "Arnold Schoenberg is a businessman.",
+                                 "Arnold Schoenberg is a former bodybuilder.",
+                                 "Arnold Schoenberg defiantly reaffirmed his Judaism."]),
+    ("Enver Pasha was a Turkish officer, revolutionary, and convicted war criminal.",
+     ["Enver Pasha was a Turkish officer.", "Enver Pasha was a revolutionary.", "Enver Pasha was a convicted war criminal."]),
+    # adjectives and bare pairs stay whole
+    ("Marie Curie was a brilliant, talented, and dedicated scientist.",
+     ["Marie Curie was a brilliant, talented, and dedicated scientist."]),
+    ("Marie Curie was a poet and novelist.", ["Marie Curie was a poet and novelist."]),
+])
+def test_the_atomic_splitter_makes_one_claim_per_predicate_noun(sentence, claims):
+    from ewe.verify.claims import RuleClaimExtractor
+
+    ex = RuleClaimExtractor(atomic=True)
+    assert ex.name == "atomic"
+    assert [c.text for c in ex.extract(sentence, prompt="Tell me a bio of Marie Curie.").claims] == claims

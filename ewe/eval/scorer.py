@@ -51,7 +51,7 @@ class Scorer:
         cfg = self.runtime.config.checker
         if cfg.backend not in ("judge", "alignment"):
             return f"{cfg.backend}: no balanced accuracy on the hand-labelled generated sentences recorded"
-        name = cfg.judge if cfg.backend == "judge" else "alignment"
+        name = cfg.judge if cfg.backend == "judge" else "alignment-atomic" if cfg.extractor == "atomic" else "alignment"
         label = f"judge {name}" if cfg.backend == "judge" else "alignment checker"
         rec = recorded(name)
         if not rec:

@@ -178,7 +178,7 @@ def add_judge_commands(sub) -> None:
 
     e = jsub.add_parser("eval", help="balanced accuracy on the hand-labelled generated sentences")
     e.add_argument("--labelled", default="tests/data/judge/generated.jsonl")
-    e.add_argument("--judge", action="append", help="alignment | a shipped judge (minilm-cross) | a judge folder (repeatable)")
+    e.add_argument("--judge", action="append", help="alignment | alignment-atomic (the scorer's splitter) | a shipped judge (minilm-cross) | a judge folder (repeatable)")
     e.add_argument("--record", action="store_true",
                    help="write each judge's figure into its manifest (what `ewe eval` reports name)")
     e.set_defaults(func=cmd_eval)

@@ -23,11 +23,13 @@ from .data import read
 
 
 def make_checker(name: str) -> FactChecker:
-    """"alignment", a shipped judge (minilm-cross) or a folder written by `ewe judge train`."""
-    if name == "alignment":
+    """"alignment" ("alignment-atomic": with the scorer's splitter, configs/eval.yaml), a shipped
+    judge (minilm-cross) or a folder written by `ewe judge train`."""
+    if name in ("alignment", "alignment-atomic"):
         from ..verify.alignment import AlignmentChecker
+        from ..verify.claims import RuleClaimExtractor
 
-        return FactChecker(AlignmentChecker())
+        return FactChecker(AlignmentChecker(), extractor=RuleClaimExtractor(atomic=name == "alignment-atomic"))
     from .checker import JudgeChecker
 
     return FactChecker(JudgeChecker(name))
@@ -186,7 +188,7 @@ def record(judge: str, summary: dict, labelled: str | Path) -> Path:
 
     figure = {"set": str(labelled), "n": summary["n"], "balanced_accuracy": summary["balanced_accuracy"],
               "right_by_gold_label": summary["right_by_gold_label"]}
-    if judge == "alignment":
+    if judge in ("alignment", "alignment-atomic"):
         write_json(RECORDED, {**_recorded_table(), judge: figure})
         return RECORDED
     path = resolve(judge) / "manifest.json"
@@ -209,10 +211,10 @@ def record_operating_point(judge: str, report: dict, labelled: str | Path) -> Pa
 
 
 def recorded(judge: str) -> dict | None:
-    """The figure `record` stored for `judge` (alignment or a trained judge), or None."""
+    """The figure `record` stored for `judge` (alignment, alignment-atomic or a trained judge), or None."""
     from .checker import resolve
 
-    if judge == "alignment":
+    if judge in ("alignment", "alignment-atomic"):
         return _recorded_table().get(judge)
     return json.loads((resolve(judge) / "manifest.json").read_text(encoding="utf-8")).get("hand_labelled")
 

@@ -358,9 +358,13 @@ def _possessive_her(text: str, end: int) -> Optional[bool]:
 
 
 class RuleClaimExtractor:
-    """Splits a sentence into clause-level claims; deterministic, no model."""
+    """Splits a sentence into clause-level claims; deterministic, no model. `atomic` also cuts a
+    list of predicate nouns into one claim each (split_predicates): the scorer's unit, as an
+    atomic-fact extractor's; the loop keeps the clause, the unit its judge was trained on."""
 
-    name = "rules"
+    def __init__(self, atomic: bool = False):
+        self.atomic = atomic
+        self.name = "atomic" if atomic else "rules"
 
     def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
         refs = _Referents(person=prompt_person(prompt), topic=prompt_topic(prompt))
@@ -456,6 +460,8 @@ class RuleClaimExtractor:
         parts = [body]
         if subject:
             parts = self._split_coordination(body, subject)
+        if self.atomic:
+            parts = [q for p in parts for q in split_predicates(p.strip())]
         claims = [_finish(self._resolve_rest(p.strip(), refs)) for p in parts + extra]
         return [c for c in claims if c]
 
@@ -494,6 +500,63 @@ class RuleClaimExtractor:
         return out
 
 
+_COPULA = re.compile(r"\s+(is|was|are|were)\s+(?:(a|an|the)\s+)?")
+_LIST_SEP = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+_WHO = re.compile(r"\s+who\s+(?=\w)")
+_ARTICLE = re.compile(r"(?:a|an|the)\s+", re.IGNORECASE)
+
+
+def split_predicates(clause: str) -> list[str]:
+    """A copula with a list of predicate nouns, one claim each, as an atomic-fact extractor would
+    cut it: "X was a physicist and a chemist" -> "X was a physicist", "X was a chemist"; "X is a
+    renowned actor, businessman, and bodybuilder who taught at UCLA" -> "X is a renowned actor",
+    "X is a businessman", "X is a bodybuilder", "X taught at UCLA" (a true half no longer carries
+    a false one). Lists of adjectives ("a brilliant and talented scientist"), items with a verb
+    and two bare items ("a poet and novelist") stay whole."""
+    body = clause.rstrip().rstrip(".!?").rstrip()
+    span = find_subject(body)
+    if span is None:
+        return [clause]
+    m = _COPULA.match(body, span[1])
+    if m is None:
+        return [clause]
+    head, article, pred = body[:m.start(2) if m.group(2) else m.end()], m.group(2), body[m.end():]
+    subject, be = body[span[0]:span[1]], m.group(1)
+    rest = None
+    who = _WHO.search(pred)
+    if who and who.start() > 0:
+        after = pred[who.end():]
+        words = WORD.findall(after)
+        if words and (is_verb(words[0]) or (len(words) > 1 and words[0].endswith("ly") and is_verb(words[1]))):
+            pred, rest = pred[:who.start()], f"{subject} {after}"
+    items = [i.strip() for i in _LIST_SEP.split(pred)]
+    listed = len(items) >= 3 or (len(items) == 2 and _ARTICLE.match(items[1]) is not None)
+    if not listed or not all(_noun_phrase(i) for i in items) or _lone_adjective(items[0]):
+        return [clause] if rest is None else [f"{body[:m.end()]}{pred}", rest]
+    out = [f"{head}{(article + ' ') if article else ''}{items[0]}"]
+    for item in items[1:]:
+        item = _ARTICLE.sub("", item, count=1) if _ARTICLE.match(item) else item
+        art = ("an" if item[:1].lower() in "aeiou" else "a") if article in ("a", "an") else article
+        out.append(f"{subject} {be} {(art + ' ') if art else ''}{item}")
+    return out + ([rest] if rest else [])
+
+
+def _noun_phrase(item: str) -> bool:
+    words = WORD.findall(item)
+    return 1 <= len(words) <= 4 and not any(w.lower() in VERBS or w.lower() in _RELATIVE_WORDS for w in words) \
+        and not re.search(r"\d", item)
+
+
+_RELATIVE_WORDS = {"which", "who", "whom", "whose", "where", "that", "when"}
+
+
+def _lone_adjective(item: str) -> bool:
+    """"brilliant" in "a brilliant, talented scientist": the list is of adjectives, not nouns."""
+    words = WORD.findall(_ARTICLE.sub("", item, count=1))
+    return len(words) == 1 and (words[0].lower() in _EVALUATIVE or bool(re.search(r"(?:ed|ful|ous|ive|al|ic)$",
+                                                                                words[0].lower())))
+
+
 _VERB_FOLLOWERS = {"it", "them", "him", "her", "the", "a", "an", "to", "in", "on", "at", "by", "with", "for", "from",
                    "his", "their", "its", "this", "that", "as", "into", "up", "out", "over", "about"}
 
@@ -510,8 +573,20 @@ def _coordinated_adjective(left: str, right: str) -> bool:
     nxt = WORD.match(right, m.end() + 1)
     if nxt is None or nxt.group(0).lower() in _VERB_FOLLOWERS:
         return False  # "and painted it", "and moved to Paris": a verb with its object
-    return (not known and w.endswith("ed")
-            and re.search(r"\b(?:a|an|the|his|her|its|their)\s+[\w'’-]+$", left.rstrip(), re.IGNORECASE) is not None)
+    if known or not w.endswith("ed"):
+        return False
+    # the left ends inside a noun phrase: an article, then words and commas but no verb ("a brilliant,
+    # talented", "a Turkish military officer, revolutionary")
+    article = None
+    for article in re.finditer(r"\b(?:a|an|the|his|her|its|their)\s+", left, re.IGNORECASE):
+        pass
+    if article is None:
+        return False
+    inside = left[article.end():].rstrip()
+    words = WORD.findall(inside)
+    return bool(words) and not re.search(r"[;:]", inside) and not any(
+        x.lower() in VERBS or x.lower() in _RELATIVE_WORDS or (x.lower().endswith("ed") and x.lower() in PARTICIPLES)
+        for x in words)
 
 
 # The answer speaking of itself or to the reader: "Sure, I'd be happy to ...", "Here is a bio of X:".

@@ -63,6 +63,6 @@ def build_fact_checker(cfg, evidence: Optional[EvidenceSource], generator_llm: O
                               span_accepted=cfg.ita_span_accepted, unsure_below=cfg.ita_unsure_below)
     else:
         backend = judge(cfg.backend)
-    extractor = LLMClaimExtractor(llm()) if cfg.extractor == "llm" else RuleClaimExtractor()
+    extractor = LLMClaimExtractor(llm()) if cfg.extractor == "llm" else RuleClaimExtractor(atomic=cfg.extractor == "atomic")
     return FactChecker(backend, evidence=evidence, extractor=extractor, k=cfg.evidence_k,
                        query_with_prompt=cfg.query_with_prompt, bind_subjects=cfg.bind_subjects)
