@@ -26,7 +26,7 @@ from ..engine.watch import answer_watchers, prompt_watchers
 from ..result import GenerationResult
 from ..stats import ControlledStats
 from ..verify.claims import RuleClaimExtractor, prompt_person
-from ..verify.redundancy import Redundancy, sentence_repeats
+from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
 from ..verify.types import SUPPORTED, Evidence
 from .feedback import feedback_messages
@@ -186,12 +186,10 @@ class ControlledRun(Hook):
         if tail is None or not self.reject_repeats or self.checker is None:
             return
         t0 = time.perf_counter()
-        extractor = getattr(self.checker, "extractor", None) or RuleClaimExtractor()
-        claims = extractor.extract(tail.text, context=self.tracker.decode(0, tail.start),
-                                   prompt=self.prompt).claims
-        earlier_text = [x.text for x in self.tracker.sentences if x.end <= tail.start]
-        found = sentence_repeats(self.redundancy, tail.text, [c.text for c in claims], earlier_text,
-                                 self._earlier_claims(tail.start), self.subject)
+        found, _ = text_repeats(self.redundancy, getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+                                tail.text, self.tracker.decode(0, tail.start), self.prompt,
+                                [x.text for x in self.tracker.sentences if x.end <= tail.start],
+                                self._earlier_claims(tail.start))
         self.seconds["repeats"] += time.perf_counter() - t0
         if found:
             self.trace.add("repeats_dropped", dropped=[{"sentence": tail.text, "repeats": found, "cut_off": True}])

@@ -123,31 +123,23 @@ class VerifyRefine(CheckedMethod):
         run.trace.add("check", start_token=start, **check_event(check))
         return check
 
-    def _repeats_why(self, run: _Run, sentence: str, claims: list[str]) -> list[dict]:
-        """Why `sentence` adds nothing to the answer so far ([]: it adds something, or
-        checker.reject_repeats is off). The answer's claims so far are kept in `run`."""
-        if not self.runtime.config.checker.reject_repeats:
-            return []
+    def _redundancy(self, run: _Run):
         if run.redundancy is None:
             from ..verify.redundancy import Redundancy
 
             run.redundancy = Redundancy()
-        from ..verify.claims import prompt_person
-        from ..verify.redundancy import sentence_repeats
-
-        return sentence_repeats(run.redundancy, sentence, claims, run.said_texts, run.said_claims,
-                                prompt_person(run.prompt))
+        return run.redundancy
 
     def tail_repeats(self, run: _Run, tail: str, context: str) -> bool:
         """A last sentence the token budget cut off is never checked, but one that adds nothing to
         the answer before it is dropped (traced as "repeats_dropped")."""
         from ..verify.claims import RuleClaimExtractor
+        from ..verify.redundancy import text_repeats
 
-        if not tail.strip():
+        if not tail.strip() or not self.runtime.config.checker.reject_repeats:
             return False
-        extractor = getattr(self.checker, "extractor", None) or RuleClaimExtractor()
-        claims = [c.text for c in extractor.extract(tail.strip(), context=context or None, prompt=run.prompt).claims]
-        why = self._repeats_why(run, tail.strip(), claims)
+        why, _ = text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+                              tail.strip(), context, run.prompt, run.said_texts, run.said_claims)
         if why:
             run.trace.add("repeats_dropped", dropped=[{"sentence": tail.strip(), "repeats": why, "cut_off": True}])
         return bool(why)
@@ -155,8 +147,14 @@ class VerifyRefine(CheckedMethod):
     def repeats(self, run: _Run, sentence: str, check) -> bool:
         """A passed sentence that adds nothing to the answer so far (checker.reject_repeats): traced as a
         failed check with reason "repeats"."""
+        from ..verify.claims import prompt_person
+        from ..verify.redundancy import sentence_repeats
+
+        if not self.runtime.config.checker.reject_repeats:
+            return False
         claims = [c.text for c in check.claims]
-        why = self._repeats_why(run, sentence, claims)
+        why = sentence_repeats(self._redundancy(run), sentence, claims, run.said_texts, run.said_claims,
+                               prompt_person(run.prompt))
         if why:
             run.failed += 1
             run.trace.add("repeats", sentence=sentence, repeats=why)

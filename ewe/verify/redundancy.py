@@ -242,6 +242,14 @@ def sentence_repeats(redundancy: Redundancy, text: str, claims: Sequence[str], e
     return [{"claim": c, "earlier": earlier_claims[k], "why": why} for c, (k, why) in zip(claims, said)]
 
 
+def text_repeats(redundancy: Redundancy, extractor, text: str, context: str, prompt: str,
+                 earlier_texts: Sequence[str], earlier_claims: Sequence[str]) -> tuple[list[dict], list[str]]:
+    """sentence_repeats for a text whose claims are not yet extracted (by `extractor`, with
+    `context` before it): why it adds nothing ([] when it adds something), and its claims."""
+    found = [c.text for c in extractor.extract(text, context=context or None, prompt=prompt).claims]
+    return sentence_repeats(redundancy, text, found, earlier_texts, earlier_claims, prompt_person(prompt)), found
+
+
 def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> tuple[str, list[dict]]:
     """`text` without its sentences that add nothing to the ones before them (claims by `extractor`,
     with the kept text as context), and what was dropped: for methods that write a whole answer
@@ -251,8 +259,7 @@ def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> t
     kept, dropped, texts, claims, last = "", [], [], [], 0
     for a, b in sentence_spans(text):
         sentence = text[a:b]
-        found = [c.text for c in extractor.extract(sentence, context=kept or None, prompt=prompt).claims]
-        why = sentence_repeats(redundancy, sentence, found, texts, claims, prompt_person(prompt))
+        why, found = text_repeats(redundancy, extractor, sentence, kept, prompt, texts, claims)
         if why:
             dropped.append({"sentence": sentence, "repeats": why})
         else:
