@@ -584,6 +584,8 @@ def test_it_refers_to_the_thing_the_prompt_asks_about():
     ("Marie Curie war eine polnische Physikerin und Chemikerin.", []),
     ("Paris hosts museums, galleries, theatres.", ["Paris hosts museums, galleries, theatres."]),
     ("", []),
+    # the loop's unit is the clause its judge was trained on; the scorer's is atomic (further down)
+    ("Marie Curie was a physicist and a chemist.", ["Marie Curie was a physicist and a chemist."]),
 ])
 def test_rule_claims_are_whole_propositions(sentence, claims):
     got = RuleClaimExtractor().extract(sentence, prompt="Tell me a bio of Marie Curie.").claims
@@ -649,16 +651,6 @@ def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     got = RuleClaimExtractor().extract(line, context="Jean Racine was a French dramatist.",
                                        prompt="Tell me a bio of Jean Racine.")
     assert [c.text for c in got.claims] == claims
-
-
-@pytest.mark.parametrize("sentence,claims", [
-    ("Marie Curie was a physicist and a chemist.", ["Marie Curie was a physicist and a chemist."]),
-])
-def test_the_loop_keeps_a_list_of_predicate_nouns_as_one_claim(sentence, claims):
-    """The loop's unit is the clause its judge was trained on; the scorer's is atomic (below)."""
-    from ewe.verify.claims import RuleClaimExtractor
-
-    assert [c.text for c in RuleClaimExtractor().extract(sentence, prompt="Tell me a bio of Marie Curie.").claims] == claims
 
 
 @pytest.mark.parametrize("sentence,claims", [

@@ -123,6 +123,7 @@ LEADING_NON_SUBJECT = {
 WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|while|whereas)\s+")
 _RELATIVE = re.compile(r"\b(?:which|who|whom|whose|where|that)\b")
+_RELATIVE_WORDS = {"which", "who", "whom", "whose", "where", "that", "when"}  # none is in a bare noun phrase
 _REL = re.compile(r",\s+(who|which)\s+([^,;]+?)(?=,|;|$)")
 
 
@@ -545,9 +546,6 @@ def _noun_phrase(item: str) -> bool:
     words = WORD.findall(item)
     return 1 <= len(words) <= 4 and not any(w.lower() in VERBS or w.lower() in _RELATIVE_WORDS for w in words) \
         and not re.search(r"\d", item)
-
-
-_RELATIVE_WORDS = {"which", "who", "whom", "whose", "where", "that", "when"}
 
 
 def _lone_adjective(item: str) -> bool:
