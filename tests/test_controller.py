@@ -660,6 +660,18 @@ def test_a_sentence_whose_claims_an_earlier_one_holds_is_a_repeat():
     assert rep["repeats"] == [{"claim": A, "earlier": wider, "why": "an earlier claim holds its content words"}]
 
 
+def test_with_nothing_fact_checked_a_repeat_still_ends_the_answer():
+    """FLARE (verify_trigger never) checks no fact, but a sentence that adds nothing is padding all the same."""
+    script = text_script(fixed(f"{A} {C} {A} {B_RIGHT}"), unsure=(B_RIGHT,))
+    r = make(script, None, datastore=FakeDatastore(), verify_trigger="never", retrieval_trigger="min_prob",
+             min_prob_threshold=0.2, rewrite_on_retrieval=True).generate(PROMPT)
+    assert r.text.strip() == f"{A} {C}"
+    [rep] = events(r, "repeats")
+    assert rep["sentence"] == A and rep["repeats"][0]["why"] == "the same sentence"
+    assert events(r, "backtrack")[-1]["why"] == "repeats: the answer ends before it"
+    assert r.stats["repeats_rejected"] == 1 and not events(r, "check")
+
+
 def test_repeats_are_kept_when_the_setting_is_off():
     checker = ScriptedChecker(false=set())
     r = make(text_script(fixed(f"{A} {C} {A}")), checker, checker_section={"reject_repeats": False}).generate(PROMPT)

@@ -562,6 +562,25 @@ def test_it_refers_to_the_thing_the_prompt_asks_about():
         "It was awarded in 1903."]
 
 
+def test_he_in_an_answer_about_a_thing_is_the_last_person_named():
+    """An "about X" prompt does not say X is a he: a he/she is the last named subject, and the
+    topic (whole, never its capitalized first word) only when nothing was named before it."""
+    from ewe.verify.claims import RuleClaimExtractor
+
+    def claims(sentence, context, prompt):
+        return [c.text for c in RuleClaimExtractor(atomic=True).extract(sentence, context=context, prompt=prompt).claims]
+
+    judo = "What can you tell me about Judo? Provide as many specific details as possible."
+    assert claims("He was born in 1860.", "Kano Jigoro founded judo in 1882.", judo) == ["Kano Jigoro was born in 1860."]
+    gauss = "What can you tell me about Gaussian elimination?"
+    assert claims("He was the youngest of five children.", None, gauss) == [
+        "Gaussian elimination was the youngest of five children."]
+    assert claims("Founded: 1882", None, gauss) == ["Gaussian elimination was founded 1882."]
+    assert claims("He is the god of war.", None, "What can you tell me about Odin?") == ["Odin is the god of war."]
+    assert claims("He is the god of war.", "Thor is the son of Odin.", "What can you tell me about Odin?") == [
+        "Thor is the god of war."]
+
+
 # --- claims: whole propositions only, hedges stripped, nothing from text with no claim ---------
 
 
@@ -666,6 +685,10 @@ def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     ("Marie Curie was a brilliant, talented, and dedicated scientist.",
      ["Marie Curie was a brilliant, talented, and dedicated scientist."]),
     ("Marie Curie was a poet and novelist.", ["Marie Curie was a poet and novelist."]),
+    # a comma inside one noun phrase ("a long, curly beard") is no list of predicates
+    ("Marie Curie was a woman with a long, raven-black hair and a long, curly beard.",
+     ["Marie Curie was a woman with a long, raven-black hair and a long, curly beard."]),
+    ("Marie Curie was a tall, quiet woman and a physicist.", ["Marie Curie was a tall, quiet woman and a physicist."]),
 ])
 def test_the_atomic_splitter_makes_one_claim_per_predicate_noun(sentence, claims):
     from ewe.verify.claims import RuleClaimExtractor

@@ -178,6 +178,29 @@ def test_a_cut_off_last_sentence_that_repeats_the_answer_is_dropped(mode):
     assert drop["dropped"][0]["sentence"] == S2[:-1] and drop["dropped"][0]["cut_off"]
 
 
+@pytest.mark.parametrize("mode", ["live", "offline"])
+def test_a_refinement_that_repeats_the_answer_ends_it_there(mode):
+    """The refiner restating an earlier sentence is padding: not checked again, but the answer
+    ends before it (traced "repeats", refined)."""
+    script = Script([f"{S2} {S1} {S3}"], {S1: S2})
+    ewe, checker = make(script, mode=mode)
+    r = ewe.generate(PROMPT)
+    assert r.text.strip() == S2 and checker.calls == [S2, S1]
+    [rep] = events(r, "repeats")
+    assert rep["refined"] and rep["sentence"] == S2 and rep["repeats"][0]["why"] == "the same sentence"
+    assert "repeats (the same sentence)" in render(r.trace)
+
+
+def test_a_later_sentence_that_repeats_a_refined_one_ends_the_answer():
+    """A refined sentence is part of what the answer has said: a passing sentence that repeats it adds nothing."""
+    script = Script([f"{S1} {S2} {S3}", f"{R1} {S2} {R1} {S3}"], {S1: R1})
+    ewe, checker = make(script)
+    r = ewe.generate(PROMPT)
+    assert r.text.strip() == f"{R1} {S2}" and checker.calls == [S1, S2, R1]
+    [rep] = events(r, "repeats")
+    assert rep["sentence"] == R1 and not rep.get("refined")
+
+
 # -- Streaming-VR, offline (the paper's protocol) ----------------------------------------------
 
 

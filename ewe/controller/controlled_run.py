@@ -75,6 +75,9 @@ class ControlledRun(Hook):
         self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
+        # with no fact-checking (FLARE: verify_trigger never) new sentences still wait for a repeat check
+        self.unverified: list[Sentence] = []
+        self.unverified_claims: dict[tuple[int, str], list[str]] = {}
         self.subject = prompt_person(prompt)  # whom retrieved passages must be about (None: any)
         # the memory's version (one more at each change) that each answer token was sampled under:
         # a greedy retry under the same memory as its attempt would write that attempt again
@@ -167,8 +170,31 @@ class ControlledRun(Hook):
             if x.end > start:
                 break
             event = self.checks.get((x.start, x.text))
-            out += [v["claim"] for v in event["verdicts"]] if event and event["verdicts"] else [x.text]
+            out += ([v["claim"] for v in event["verdicts"]] if event and event["verdicts"]
+                    else self.unverified_claims.get((x.start, x.text)) or [x.text])
         return out
+
+    def _unverified_repeat(self) -> Rewind | None:
+        """Where nothing is fact-checked, a sentence that adds nothing to the answer still pads it:
+        the answer ends before it (traced "repeats"; greedy decoding would only go on repeating)."""
+        pending, self.unverified = self.unverified, []
+        t = self.tracker
+        for s in pending:
+            if t.decode(s.start, s.end).strip() != s.text:
+                continue  # rewound away since
+            t0 = time.perf_counter()
+            found, claims = text_repeats(self.redundancy, RuleClaimExtractor(), s.text, t.decode(0, s.start),
+                                         self.prompt, [x.text for x in t.sentences if x.end <= s.start],
+                                         self._earlier_claims(s.start))
+            self.seconds["repeats"] += time.perf_counter() - t0
+            if found:
+                self.trace.add("repeats", sentence=s.text, repeats=found)
+                self.repeats_rejected += 1
+                rewind = self._backtrack(s.start, "repeats: the answer ends before it", 1, [])
+                rewind.end = True
+                return rewind
+            self.unverified_claims[(s.start, s.text)] = claims
+        return None
 
     def _repeats(self, start: int, text: str, check) -> list[dict]:
         """Why the sentence at `start` adds nothing to the answer so far; [] when it adds something."""
@@ -183,7 +209,7 @@ class ControlledRun(Hook):
         """A last sentence the token budget cut off is never fact-checked (it is unfinished), but one
         whose claims the answer already holds only pads it: the answer ends before it."""
         tail = self.tracker.unfinished()
-        if tail is None or not self.reject_repeats or self.checker is None:
+        if tail is None or not self.reject_repeats:
             return
         t0 = time.perf_counter()
         found, _ = text_repeats(self.redundancy, getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
@@ -410,6 +436,8 @@ class ControlledRun(Hook):
                     and self.backtracks < self.cfg.max_backtracks):
                 self.rewritten_after_retrieval.add(s.start)
                 return self._backtrack(s.start, "rewrite after retrieval", 1, [])
+        if self.checker is None:
+            return self._unverified_repeat() if self.reject_repeats else None
         sentences, reason = self.schedules["verification"].due(final)
         return self._verify(sentences, reason)
 
@@ -445,6 +473,8 @@ class ControlledRun(Hook):
         fresh = [s for s in sentences if (s.start, tuple(self.tracker.tokens[s.start:s.end])) not in self.settled]
         for sched in self.schedules.values():
             sched.add(fresh)
+        if self.checker is None:
+            self.unverified += fresh
 
     # -- the loop's hook ----------------------------------------------------------------------
 

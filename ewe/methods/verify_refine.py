@@ -5,7 +5,8 @@ streaming-vr` or `method: full-vr`, on the same generator, checker and datastore
 Streaming-VR verifies each sentence as soon as it is complete, against the answer kept so
 far, o_t = Verifier([a~_<=t-1, s_t]); a sentence that fails is rewritten once by the
 refiner (the generation prompt, a~_<=t-1 and s_t in, one sentence out) and not checked
-again (section 3.2).
+again (section 3.2); but with checker.reject_repeats a sentence, passed or refined, that adds
+nothing to the answer so far ends the answer there (ewe's rule against padding).
 - `vr.mode: live` (default): the refined sentence replaces the failed one in the
   generator's context (its cache cropped to the sentence's first token, the refined tokens
   fed in) and generation goes on from the corrected prefix, so an early error no longer
@@ -163,6 +164,26 @@ class VerifyRefine(CheckedMethod):
         run.said_claims += claims or [sentence]
         return False
 
+    def refined_repeats(self, run: _Run, refined: str, prefix: str) -> bool:
+        """A refined sentence is not checked again (the paper), but one that adds nothing to the
+        answer so far ends the answer before it (checker.reject_repeats; traced "repeats", refined):
+        the refiner restating an earlier sentence is padding, and greedy decoding would go on with it.
+        One that adds something joins what later sentences may not repeat."""
+        from ..verify.claims import RuleClaimExtractor
+        from ..verify.redundancy import text_repeats
+
+        if not self.runtime.config.checker.reject_repeats:
+            return False
+        why, found = text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+                                  refined, prefix, run.prompt, run.said_texts, run.said_claims)
+        if why:
+            run.failed += 1
+            run.trace.add("repeats", sentence=refined, repeats=why, refined=True)
+            return True
+        run.said_texts.append(refined)
+        run.said_claims += found or [refined]
+        return False
+
     def _evidence(self, check) -> list[str]:
         """With vr.refiner_evidence, the best evidence passage of each claim (at most 3)."""
         if not self.cfg.refiner_evidence:
@@ -287,6 +308,12 @@ class VerifyRefine(CheckedMethod):
                 last = len(answer)  # the answer ends before a repeat: greedy decoding would only go on with it
                 break
             final = self.refine_sentence(run, gen_prompt, kept, sentence, check) if check.needs_rewrite else sentence
+            if check.needs_rewrite and self.refined_repeats(run, final, kept):
+                run.sentences.append({"text": sentence, "refined": final, "checked": True, "needs_rewrite": True,
+                                      "repeats": True})
+                kept = kept.rstrip()
+                last = len(answer)  # the answer ends before a refinement that adds nothing
+                break
             run.sentences.append({"text": final, "original": sentence, "checked": True,
                                   "needs_rewrite": check.needs_rewrite})
             kept += final
@@ -369,6 +396,12 @@ class _LiveAnswer(Hook):
             if not check.needs_rewrite:
                 continue
             refined = self.method.refine_sentence(self.run, self.gen_prompt, prefix, s.text, check)
+            if self.method.refined_repeats(self.run, refined, prefix):
+                self.verdicts.pop(s.start)
+                self.run.trace.add("backtrack", why="repeats: the refined sentence adds nothing; the answer ends "
+                                   "before it", start_token=s.start, removed_tokens=len(t.tokens) - s.start,
+                                   removed_text=t.decode(s.start), attempt=1, feedback=[])
+                return Rewind(s.start, end=True)
             self.refined_starts.add(s.start)
             return self._replace(s.start, refined, last=at_end and n == len(sentences))
         return None

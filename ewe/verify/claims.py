@@ -276,13 +276,14 @@ class _Referents:
     other: bool = False  # the latest subject was an unnamed thing other than the topic ("The temple has")
 
     def for_pronoun(self, pronoun: str) -> Optional[str]:
-        """he/she/his/her: the prompt's person, else the last named subject; it/its: the last
+        """he/she/his/her: the prompt's person, else the last named subject, else the prompt's topic
+        ("about Odin": "He is ...") unless another thing was the subject since; it/its: the last
         named subject, else the prompt's topic ("Tonga", "Fundamental group") unless another
         thing was the subject since; they/their: the last named subject. None where a he/she
         has stood for the it, an it for the he/she, or the gender already seen disagrees."""
         p = pronoun.lower()
         if p in _POSSESSIVE_GENDER:
-            ref = self.person or self.last
+            ref = self.person or (self.last if self.last is not None else None if self.other else self.topic)
             if ref in self.things:
                 return None
             if ref and self.gender.setdefault(ref, _POSSESSIVE_GENDER[p]) != _POSSESSIVE_GENDER[p]:
@@ -368,14 +369,17 @@ class RuleClaimExtractor:
         self.name = "atomic" if atomic else "rules"
 
     def extract(self, sentence: str, context: Optional[str] = None, prompt: Optional[str] = None) -> Extraction:
-        refs = _Referents(person=prompt_person(prompt), topic=prompt_topic(prompt))
-        if refs.person and asks_about_person(prompt):  # "about Tonga" may be an it
-            refs.persons.add(refs.person)
+        # a he/she stands for the prompt's person only where the prompt's form says it asks about one
+        # ("a bio of"); "about Judo" is no he, and "about Gaussian elimination" no "Gaussian"
+        person = prompt_person(prompt) if asks_about_person(prompt) else None
+        refs = _Referents(person=person, topic=prompt_topic(prompt))
+        if person:
+            refs.persons.add(person)
         for a, b in sentence_spans(context) if context else ():
             self._resolve_subject(strip_hedges(context[a:b]).rstrip(".!? "), refs)
         claims: list[Claim] = []
         for a, b in sentence_spans(sentence) or ((0, len(sentence)),):
-            line = as_statement(sentence[a:b], refs.person or refs.last)  # list items and "Label: value" lines
+            line = as_statement(sentence[a:b], refs.person or refs.topic or refs.last)  # list items and "Label: value" lines
             if not _claim_like(line):
                 continue
             for text in self._split_one(strip_hedges(line), refs):
@@ -532,7 +536,8 @@ def split_predicates(clause: str) -> list[str]:
             pred, rest = pred[:who.start()], f"{subject} {after}"
     items = [i.strip() for i in _LIST_SEP.split(pred)]
     listed = len(items) >= 3 or (len(items) == 2 and _ARTICLE.match(items[1]) is not None)
-    if not listed or not all(_noun_phrase(i) for i in items) or _lone_adjective(items[0]):
+    if (not listed or not all(_noun_phrase(i) for i in items) or _lone_adjective(items[0])
+            or any(_adjective(m.group(1)) for m in _ADJECTIVE_COMMA.finditer(pred))):
         return [clause] if rest is None else [f"{body[:m.end()]}{pred}", rest]
     out = [f"{head}{(article + ' ') if article else ''}{items[0]}"]
     for item in items[1:]:
@@ -551,8 +556,16 @@ def _noun_phrase(item: str) -> bool:
 def _lone_adjective(item: str) -> bool:
     """"brilliant" in "a brilliant, talented scientist": the list is of adjectives, not nouns."""
     words = WORD.findall(_ARTICLE.sub("", item, count=1))
-    return len(words) == 1 and (words[0].lower() in _EVALUATIVE or bool(re.search(r"(?:ed|ful|ous|ive|al|ic)$",
-                                                                                words[0].lower())))
+    return len(words) == 1 and _adjective(words[0])
+
+
+def _adjective(word: str) -> bool:
+    return word.lower() in _EVALUATIVE or bool(re.search(r"(?:ed|ful|ous|ive|al|ic|less)$", word.lower()))
+
+
+# an article, one adjective and a comma before words with no article: the noun phrase goes on past
+# the comma ("a woman with a long, raven-black hair"), so the commas are no list of predicates
+_ADJECTIVE_COMMA = re.compile(r"\b(?:a|an|the)\s+([A-Za-z][\w-]*)\s*,\s*(?!(?:and|or|a|an|the)\b)", re.IGNORECASE)
 
 
 _VERB_FOLLOWERS = {"it", "them", "him", "her", "the", "a", "an", "to", "in", "on", "at", "by", "with", "for", "from",
@@ -643,7 +656,8 @@ _EVALUATIVE = frozenset(
     """brilliant great important notable renowned prominent influential successful talented popular significant
     key major leading prolific celebrated distinguished pioneering respected skilled gifted remarkable
     outstanding exceptional excellent legendary iconic accomplished dedicated passionate visionary
-    innovative acclaimed beloved powerful good best true real new old big small large young""".split()
+    innovative acclaimed beloved powerful good best true real new old big small large young
+    long short tall little wide narrow thick thin deep heavy ancient modern famous huge tiny massive vast curly""".split()
 )
 
 
