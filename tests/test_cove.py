@@ -167,7 +167,10 @@ def test_a_revision_that_goes_on_with_the_prompts_pattern_is_cut():
              "\nA: Jiang Qing was born in Shanghai.")
     assert P.strip_label(reply) == "Jiang Qing was a Chinese actress."
     assert P.strip_label("She was born in 1867.\n\n**Inconsistencies:**\n- none") == "She was born in 1867."
-    assert P.strip_label("Q: a question?") == "Q: a question?"  # only a new line opens a block
+    # a reply that opens with the prompt's pattern holds no answer; the prompt's placeholders go
+    assert P.strip_label("Q: a question?") == ""
+    assert P.strip_label('Inconsistencies:\n- "Algebraic variety is a concept.') == ""
+    assert P.strip_label("Zelda is a video game.\n\n(none found)") == "Zelda is a video game."
     assert P.strip_label("A Polish physicist.\nAnd a chemist.") == "A Polish physicist.\nAnd a chemist."
 
 
@@ -296,6 +299,12 @@ def test_max_questions_keeps_the_first_ones():
 def test_fallback_is_capped_too():
     r = make(Stages(plan="No list here."), max_questions=1).generate(PROMPT)
     assert events(r, "cove_questions")[0]["questions"] == [f"Is it true that {S1[:-1]}?"]
+
+
+def test_a_revision_that_only_echoes_the_prompt_keeps_the_baseline():
+    r = make(Stages(revised="Inconsistencies:\n(none found)")).generate(PROMPT)
+    assert r.text == BASELINE and r.stats["revised"] is False
+    assert events(r, "cove_revise")[0]["skipped"].startswith("the revision held only the prompt's pattern")
 
 
 def test_empty_baseline_is_kept_without_revision():

@@ -190,13 +190,18 @@ class CoVe(Method):
             final = self._call(run, "revise", P.revise_prompt(prompt, baseline, pairs), dec)
             text = P.strip_label(final.text)  # small models may echo "Revised answer:"
             run.trace.add("cove_revise", text=text, tokens=len(final.token_ids), finish_reason=final.finish_reason,
-                          inconsistent=inconsistent, skipped=None)
+                          inconsistent=inconsistent, skipped=None if text.strip() else
+                          "the revision held only the prompt's pattern: the baseline is kept")
+            if not text.strip():
+                final, text = base, base.text
         else:
             final, text = base, base.text
             run.trace.add("cove_revise", text=text, tokens=len(final.token_ids), finish_reason=final.finish_reason,
                           inconsistent=[], skipped="no verification questions: the baseline is kept")
 
         token_ids, logprobs = list(final.token_ids), list(final.logprobs)
+        if text.strip() != final.text.strip():  # an echoed label or the prompt's pattern was cut
+            token_ids, logprobs = text_tokens(self.runtime, text), []
         unrepeated = without_repeats(self.runtime, text, prompt, run.trace)
         if unrepeated != text:  # a repeat was cut: the answer's own tokens, no log-probs
             text, token_ids, logprobs = unrepeated, text_tokens(self.runtime, unrepeated), []
@@ -213,7 +218,7 @@ class CoVe(Method):
             questions_fallback=fallback,
             inconsistent=len(inconsistent),
             unclear=sum(1 for p in pairs if p["judgement"] == "unclear"),
-            revised=bool(pairs),
+            revised=final is not base,
             **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
             total_s=round(total, 4),
         )

@@ -120,11 +120,17 @@ _NEXT_BLOCK = block_pattern("q", "a", "question", "draft answer", "verified fact
                             "claim")
 
 
+_PLACEHOLDER = re.compile(r"^[ \t]*\((?:none found|none|no answer)\)[ \t]*$\n?", re.IGNORECASE | re.MULTILINE)
+
+
 def strip_label(text: str) -> str:
     """The response without a leading label the model echoed ("Revised answer:", "Draft answer:"),
-    and without what follows when it goes on with a block of the prompt's pattern ("Q: ... A:
-    ...", "Inconsistencies:"): one in five of SmolLM2-135M's revisions of bios went on so."""
-    return until_block(text_strip_label(text, _LABEL), _NEXT_BLOCK)
+    without what follows when it goes on with a block of the prompt's pattern ("Q: ... A:
+    ...", "Inconsistencies:"): one in five of SmolLM2-135M's revisions of bios went on so, and
+    without the prompt's placeholders ("(none found)"). A reply that opens with such a block
+    holds no answer: ""."""
+    kept = until_block("\n" + text_strip_label(text, _LABEL), _NEXT_BLOCK)[1:]
+    return _PLACEHOLDER.sub("", kept).rstrip()
 
 
 _JUDGEMENT_WORDS = {
