@@ -227,6 +227,21 @@ def test_offline_answer_without_failures_is_the_generation_itself():
 # -- Full-VR ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("method", ["streaming-vr", "full-vr"])
+def test_a_refinement_that_copies_the_prompts_example_keeps_the_original(method):
+    """SmolLM2-135M's Full-VR refinement of a Curie bio began with the refine prompt's worked
+    example ("Isaac Newton was a French painter."): no refinement, so the original stays."""
+    copied = "Isaac Newton was a French painter. He was born in 1703."
+    script = Script([f"{S1} {S2}"], {S1: "He was born in 1643 in England."}, full_reply=copied)
+    ewe, _ = make(script, method=method)
+    r = ewe.generate(PROMPT)
+    assert r.text == f"{S1} {S2}"
+    [refine] = events(r, "vr_refine")
+    assert refine["kept_original"] and r.stats["refined"] == 0
+    assert P.copies_example("He was born in 1643 in England.", PROMPT)
+    assert not P.copies_example("He was born in 1643 in England.", "Tell me a bio of Isaac Newton.")
+
+
 def test_full_vr_refines_the_whole_answer_when_any_sentence_fails():
     script = Script([f"{S2} {S1} {S3}"])
     ewe, checker = make(script, method="full-vr")

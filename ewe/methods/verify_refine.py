@@ -219,6 +219,8 @@ class VerifyRefine(CheckedMethod):
                              self.cfg.sentence_tokens, self.runtime.config.decoding, "refine")
         run.refine_tokens += len(out.token_ids)
         refined = P.first_sentence(out.text)
+        if refined and P.copies_example(refined, run.prompt):
+            refined = ""  # the prompt's worked example, not a refinement: the original stays
         if refined and refined[-1] not in ".!?…\"'”’)":
             refined += "."  # so the generator's next sentence starts after it, not inside it
         run.refined += int(bool(refined))
@@ -280,6 +282,8 @@ class VerifyRefine(CheckedMethod):
         reply = self._complete(run, P.answer_prompt(gen_prompt, answer, evidence), tokens, dec, "refine")
         run.refine_tokens += len(reply.token_ids)
         refined = P.strip_label(reply.text)
+        if refined and P.copies_example(refined, run.prompt):
+            refined = ""  # the prompt's worked example, not a refinement: the original stays
         run.refined += int(bool(refined))
         run.trace.add("vr_refine", scope="answer", sentence=answer, refined=refined or answer, reply=reply.text.strip(),
                       tokens=len(reply.token_ids), kept_original=not refined)

@@ -8,6 +8,8 @@ The wording is short, as for CoVe's prompts, because the refiner may be a 135M m
 """
 from __future__ import annotations
 
+from ..verify.claims import prompt_topic
+from ..verify.redundancy import normalize
 from ..verify.text import label_pattern, split_sentences
 from ..verify.text import strip_label as text_strip_label
 
@@ -61,6 +63,22 @@ def answer_prompt(prompt: str, answer: str, evidence: list[str] | None = None) -
 
 
 _LABEL = label_pattern("corrected sentence", "corrected answer", "last sentence", "sentence", "answer")
+# the sentences of the templates' worked example: a reply that copies one refined nothing
+_EXAMPLE_LINES = [line.split(":", 1)[1] for t in (SENTENCE_TEMPLATE, ANSWER_TEMPLATE)
+                  for line in t.split("Example\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]]
+EXAMPLE_SENTENCES = frozenset(normalize(x) for line in _EXAMPLE_LINES for x in split_sentences(line) if x.strip())
+
+
+EXAMPLE_TOPIC = prompt_topic(SENTENCE_TEMPLATE.split("Example\nQuestion: ", 1)[1].split("\n", 1)[0])
+
+
+def copies_example(text: str, prompt: str) -> bool:
+    """Whether a reply repeats a sentence of the prompt's worked example (SmolLM2-135M's Full-VR
+    refinement of a Curie bio opened "Isaac Newton was a French painter."): the refiner failed.
+    Never for a prompt about the example's own subject, where such a sentence may be meant."""
+    if prompt_topic(prompt) == EXAMPLE_TOPIC:
+        return False
+    return any(normalize(x) in EXAMPLE_SENTENCES for x in split_sentences(text) if x.strip())
 
 
 def strip_label(text: str) -> str:
