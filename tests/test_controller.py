@@ -660,6 +660,26 @@ def test_a_sentence_whose_claims_an_earlier_one_holds_is_a_repeat():
     assert rep["repeats"] == [{"claim": A, "earlier": wider, "why": "an earlier claim holds its content words"}]
 
 
+def test_a_failed_repeat_is_not_kept_when_the_backtrack_budget_is_spent():
+    """With no backtrack left a failed sentence stays (keep), but not one that repeats the answer:
+    seen as 'He was a member of the Committee of 25.' kept four times in one bio."""
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(text_script(fixed(f"{A} {B_WRONG} {C} {B_WRONG} {C}")), checker, max_backtracks=0).generate(PROMPT)
+    assert r.text.strip() == f"{A} {B_WRONG} {C}"
+    kept, stop = events(r, "retries_exhausted")
+    assert kept["policy"] == "keep (backtrack budget spent)" and stop["policy"] == "stop"
+
+
+@pytest.mark.parametrize("policy", ["keep_best", "keep_last"])
+def test_the_attempt_kept_when_retries_run_out_may_not_repeat_the_answer(policy):
+    checker = ScriptedChecker(false={B_WRONG})
+    r = make(text_script(fixed(f"{B_WRONG} {A} {B_WRONG} {C}")), checker, max_retries=1,
+             on_retries_exhausted=policy).generate(PROMPT)
+    assert r.text.strip().count(B_WRONG) == 1
+    assert events(r, "retries_exhausted")[-1]["policy"] == "stop"
+    assert "the attempt to keep repeats the answer" in events(r, "retries_exhausted")[-1]["why"]
+
+
 def test_with_nothing_fact_checked_a_repeat_still_ends_the_answer():
     """FLARE (verify_trigger never) checks no fact, but a sentence that adds nothing is padding all the same."""
     script = text_script(fixed(f"{A} {C} {A} {B_RIGHT}"), unsure=(B_RIGHT,))

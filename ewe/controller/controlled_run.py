@@ -182,11 +182,7 @@ class ControlledRun(Hook):
         for s in pending:
             if t.decode(s.start, s.end).strip() != s.text:
                 continue  # rewound away since
-            t0 = time.perf_counter()
-            found, claims = text_repeats(self.redundancy, RuleClaimExtractor(), s.text, t.decode(0, s.start),
-                                         self.prompt, [x.text for x in t.sentences if x.end <= s.start],
-                                         self._earlier_claims(s.start))
-            self.seconds["repeats"] += time.perf_counter() - t0
+            found, claims = self._text_repeats(s.start, s.text)
             if found:
                 self.trace.add("repeats", sentence=s.text, repeats=found)
                 self.repeats_rejected += 1
@@ -195,6 +191,16 @@ class ControlledRun(Hook):
                 return rewind
             self.unverified_claims[(s.start, s.text)] = claims
         return None
+
+    def _text_repeats(self, start: int, text: str) -> tuple[list[dict], list[str]]:
+        """Why `text` at token `start` adds nothing to the answer before it ([] when it adds
+        something), and its claims: for text that has no check of its own to read claims from."""
+        t0 = time.perf_counter()
+        found = text_repeats(self.redundancy, getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+                             text, self.tracker.decode(0, start), self.prompt,
+                             [x.text for x in self.tracker.sentences if x.end <= start], self._earlier_claims(start))
+        self.seconds["repeats"] += time.perf_counter() - t0
+        return found
 
     def _repeats(self, start: int, text: str, check) -> list[dict]:
         """Why the sentence at `start` adds nothing to the answer so far; [] when it adds something."""
@@ -211,12 +217,7 @@ class ControlledRun(Hook):
         tail = self.tracker.unfinished()
         if tail is None or not self.reject_repeats:
             return
-        t0 = time.perf_counter()
-        found, _ = text_repeats(self.redundancy, getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
-                                tail.text, self.tracker.decode(0, tail.start), self.prompt,
-                                [x.text for x in self.tracker.sentences if x.end <= tail.start],
-                                self._earlier_claims(tail.start))
-        self.seconds["repeats"] += time.perf_counter() - t0
+        found, _ = self._text_repeats(tail.start, tail.text)
         if found:
             self.trace.add("repeats_dropped", dropped=[{"sentence": tail.text, "repeats": found, "cut_off": True}])
             self.tracker.truncate(tail.start)
@@ -259,7 +260,8 @@ class ControlledRun(Hook):
                                t.entropies[sentence.start:sentence.end], sentence.text, len(check.nonfactual_claims)))
         feedback = [] if repeats else feedback_messages(check, self.cfg.feedback, self.memory.pools["feedback"].capacity)
         if self.backtracks >= self.cfg.max_backtracks:
-            if repeats:  # a repeat is never kept: with no backtrack left the answer ends before it
+            # a repeat is never kept, failed or not: with no backtrack left the answer ends before it
+            if repeats or (self.reject_repeats and self._text_repeats(sentence.start, sentence.text)[0]):
                 return self._give_up(sentence.start, history, feedback, "backtrack budget spent", repeats=True)
             self.trace.add("retries_exhausted", policy="keep (backtrack budget spent)", kept=sentence.text,
                            attempts=len(history))
@@ -297,6 +299,12 @@ class ControlledRun(Hook):
         """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`; after
         a repeat that nothing new replaced, the answer ends there."""
         policy = "stop" if repeats else self.cfg.on_retries_exhausted
+        best = history[-1]
+        if policy == "keep_best":
+            readable = [a for a in history if not looks_garbled(a.text)] or history
+            best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
+        if policy.startswith("keep") and self.reject_repeats and self._text_repeats(start, best.text)[0]:
+            policy, why = "stop", f"{why}; the attempt to keep repeats the answer"
         if policy in ("drop", "stop"):
             self.trace.add("retries_exhausted", policy=policy, kept="", attempts=len(history), why=why)
             if policy == "stop":
@@ -305,10 +313,6 @@ class ControlledRun(Hook):
                 return rewind
             self.banned.ban(start, (a.tokens[0] for a in history if a.tokens))
             return self._backtrack(start, "retries exhausted: dropped", len(history), feedback)
-        best = history[-1]
-        if policy == "keep_best":
-            readable = [a for a in history if not looks_garbled(a.text)] or history
-            best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
         self.settled.add((start, tuple(best.tokens)))
         if best.check is not None:  # a candidate's: the restored sentence keeps the verdict it got
             self.checks[(start, best.text)] = best.check
