@@ -1,4 +1,4 @@
-"""Every results table the README prints is the output file of `ewe eval table` (docs/results/),
+"""Every results table the README (or docs/RESULTS.md) prints is the output file of `ewe eval table` (docs/results/),
 figure for figure, and that command builds its table from a run's summary and details."""
 from __future__ import annotations
 
@@ -6,19 +6,23 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from ewe import cli
 from ewe.eval.table import markdown, readme_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_readme_table_is_its_results_file():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    names = re.findall(r"<!-- table:([\w-]+) -->", readme)
+@pytest.mark.parametrize("page", ["README.md", "docs/RESULTS.md"])
+def test_every_readme_table_is_its_results_file(page):
+    readme = (ROOT / page).read_text(encoding="utf-8")
+    names = re.findall(r"^<!-- table:([\w-]+) -->$", readme, re.MULTILINE)
+    assert names or page != "README.md"
     for name in names:
         table = json.loads((ROOT / "docs" / "results" / f"{name}.json").read_text(encoding="utf-8"))
         assert markdown(table) == table["markdown"], f"docs/results/{name}.json: its table is not its figures"
-        assert readme_block(readme, name) == table["markdown"], f"README table {name} differs from its results file"
+        assert readme_block(readme, name) == table["markdown"], f"{page} table {name} differs from its results file"
 
 
 def _details(path, f1_claims):
