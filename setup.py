@@ -57,9 +57,17 @@ def _extension_setup() -> dict:
     return {"ext_modules": [ext], "cmdclass": {"build_ext": BuildExtension}}
 
 
+def _version() -> str:
+    """ewe/version.py's __version__, read without importing the package (it needs torch)."""
+    scope: dict = {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "ewe", "version.py"), encoding="utf-8") as f:
+        exec(f.read(), scope)
+    return scope["__version__"]
+
+
 setup(
     name="ewe",
-    version="0.1.0",
+    version=_version(),
     description="Explicit Working Memory: memory-augmented attention and a fact-checking "
     "controller for factual long-form generation",
     packages=find_packages(include=["ewe", "ewe.*"]),
