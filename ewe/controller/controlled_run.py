@@ -261,7 +261,7 @@ class ControlledRun(Hook):
         feedback = [] if repeats else feedback_messages(check, self.cfg.feedback, self.memory.pools["feedback"].capacity)
         if self.backtracks >= self.cfg.max_backtracks:
             # a repeat is never kept, failed or not: with no backtrack left the answer ends before it
-            if repeats or (self.reject_repeats and self._text_repeats(sentence.start, sentence.text)[0]):
+            if repeats or (self.reject_repeats and self._repeats(sentence.start, sentence.text, check)):
                 return self._give_up(sentence.start, history, feedback, "backtrack budget spent", repeats=True)
             self.trace.add("retries_exhausted", policy="keep (backtrack budget spent)", kept=sentence.text,
                            attempts=len(history))
