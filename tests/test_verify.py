@@ -663,6 +663,12 @@ def test_coordinated_adjectives_stay_one_claim():
     ("Jean Racine's bio:", []),
     ("Sure, I'd be happy to provide a more detailed biography of Jean Racine.", []),
     ("I'm glad I could provide a brief overview of Jean Racine.", []),
+    # the answer describing itself, and a passage's source note copied from the prompt
+    ("This bio provides a detailed and accurate account of Jean Racine's life and career.", []),
+    ("The above summary covers his plays.", []),
+    ("(from the article on Pierre Corneille)", []),
+    ("He wrote Phèdre. (from the article on Phèdre)", ["Jean Racine wrote Phèdre."]),
+    ("The biography of Racine by his son appeared in 1747.", ["The biography of Racine by his son appeared in 1747."]),
 ])
 def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     from ewe.verify.claims import RuleClaimExtractor

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..verify.text import SOURCE_NOTE
 from .chunking import split_passage
 
 
@@ -48,7 +49,7 @@ def _texts(passages: list[str]) -> str:
     for p in passages:
         title, _, body = split_passage(p)
         if title and title.split()[-1] not in body[:200]:
-            body = f"{body} (from the article on {title})"
+            body = f"{body} {SOURCE_NOTE.format(title=title)}"
         texts.append(body)
     return "\n\n".join(texts)
 

@@ -18,7 +18,7 @@ from typing import Optional
 
 from .prompts import extraction_prompt, parse_claim_list
 from .protocols import LLM, Extraction
-from .text import NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans
+from .text import NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans, without_source_notes
 from .types import Claim
 
 AUX = {
@@ -379,7 +379,8 @@ class RuleClaimExtractor:
             self._resolve_subject(strip_hedges(context[a:b]).rstrip(".!? "), refs)
         claims: list[Claim] = []
         for a, b in sentence_spans(sentence) or ((0, len(sentence)),):
-            line = as_statement(sentence[a:b], refs.person or refs.topic or refs.last)  # list items and "Label: value" lines
+            # list items and "Label: value" lines; a copied "(from the article on X)" says nothing
+            line = as_statement(without_source_notes(sentence[a:b]), refs.person or refs.topic or refs.last)
             if not _claim_like(line):
                 continue
             for text in self._split_one(strip_hedges(line), refs):
@@ -600,11 +601,13 @@ def _coordinated_adjective(left: str, right: str) -> bool:
         for x in words)
 
 
-# The answer speaking of itself or to the reader: "Sure, I'd be happy to ...", "Here is a bio of X:".
+# The answer speaking of itself or to the reader: "Sure, I'd be happy to ...", "Here is a bio of X:",
+# "This bio provides a detailed account of X's life" (scored supported, and credited, before).
 _ADDRESS = re.compile(r"(?:(?:sure|certainly|of course|okay|ok|absolutely)\b[\s,!.]*)?"
                       r"(?:i|i'm|i’m|i'd|i’d|i'll|i’ll|i've|i’ve|we|we're|we'd|we'll|you|you're|let me|let's|let’s|"
                       r"here's|here’s|here is|here are|below is|below are|this is a (?:brief |short |detailed )?"
-                      r"(?:bio|biography|summary|overview))\b", re.IGNORECASE)
+                      r"(?:bio|biography|summary|overview)|(?:this|the above|the following)\s+(?:[\w-]+\s+){0,2}?"
+                      r"(?:bio|biography|summary|overview|answer|response|essay|article|text|profile))\b", re.IGNORECASE)
 
 
 def _claim_like(sentence: str) -> bool:
