@@ -102,6 +102,18 @@ def test_a_passage_about_someone_else_keeps_only_what_names_the_subject():
     assert bind("It was written in 1926.", [Evidence(KAFKA)]) == ([Evidence(KAFKA)], [])
 
 
+def test_a_regnal_namesake_is_someone_else():
+    """In a bio of Philip II of Macedon, "He was also King of England ... 1554" is resolved to the
+    prompt's whole name, so Philip II of Spain's passage cannot support it (it did, as "Philip II")."""
+    prompt = "Tell me a bio of Philip II of Macedon. Provide as many specific details as possible."
+    [claim] = RuleClaimExtractor().extract("He was also King of England from 1554 until 1558.", prompt=prompt).claims
+    assert claim.text == "Philip II of Macedon was also King of England from 1554 until 1558."
+    spain = Evidence("Philip II of Spain (King of Spain from 1556 to 1598): Philip II was also jure uxoris King of "
+                     "England and Ireland from his marriage to Queen Mary I in 1554 until her death in 1558.")
+    kept, notes = bind(claim.text, [spain], prompt)
+    assert kept == [] and notes == [{"passage": "Philip II of Spain", "subject": "Philip II of Macedon", "dropped": True}]
+
+
 @pytest.mark.parametrize("sentence", [
     "Her expertise in experimental physics evoked comparisons to Marie Curie.",
     'Her nicknames include the "First Lady of Physics" and the "Chinese Marie Curie".',

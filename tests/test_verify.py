@@ -538,6 +538,8 @@ def test_it_refers_to_the_thing_the_prompt_asks_about():
     assert prompt_topic("What can you tell me about Phoenix (mythology)? Provide details.") == "Phoenix"
     assert prompt_topic("Tell me about the Eiffel Tower.") == "Eiffel Tower"
     assert prompt_topic("Tell me a bio of Marie Curie.") == "Marie Curie"
+    assert prompt_topic("Tell me a bio of Philip II of Macedon. Provide details.") == "Philip II of Macedon"
+    assert prompt_topic("Tell me a bio of Tigranes the Great. Provide details.") == "Tigranes the Great"
     assert prompt_topic("Tell me more about it.") is None
     assert asks_about_person("Who was Ada Lovelace?") and not asks_about_person("Tell me about Tonga.")
 
@@ -695,6 +697,16 @@ def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
     ("Marie Curie was a woman with a long, raven-black hair and a long, curly beard.",
      ["Marie Curie was a woman with a long, raven-black hair and a long, curly beard."]),
     ("Marie Curie was a tall, quiet woman and a physicist.", ["Marie Curie was a tall, quiet woman and a physicist."]),
+    # an adverb after the copula stays with the first claim
+    ("Marie Curie was also a physicist, chemist, and teacher.",
+     ["Marie Curie was also a physicist.", "Marie Curie was a chemist.", "Marie Curie was a teacher."]),
+    # a list that is a preposition's object, or holds an adverbial item, is no list of predicates
+    ("Marie Curie was the daughter of a teacher and a headmistress.",
+     ["Marie Curie was the daughter of a teacher and a headmistress."]),
+    ("Marie Curie was a goddess of wisdom, war, magic, and fate.",
+     ["Marie Curie was a goddess of wisdom, war, magic, and fate."]),
+    ("Marie Curie was a physicist, chemist, and above all, a teacher.",
+     ["Marie Curie was a physicist, chemist, and above all, a teacher."]),
 ])
 def test_the_atomic_splitter_makes_one_claim_per_predicate_noun(sentence, claims):
     from ewe.verify.claims import RuleClaimExtractor

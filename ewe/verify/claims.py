@@ -18,7 +18,7 @@ from typing import Optional
 
 from .prompts import extraction_prompt, parse_claim_list
 from .protocols import LLM, Extraction
-from .text import NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans, without_source_notes
+from .text import NAME_PARTICLES, NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans, without_source_notes
 from .types import Claim
 
 AUX = {
@@ -45,7 +45,6 @@ PRONOUNS = {"he", "she", "it", "they"}
 _PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+(?=[A-Z])")
 _ASKS_ABOUT_PERSON = re.compile(r"\b(?i:(?:bio(?:graphy)?|life)\s+of|who (?:is|was))\s+(?=[A-Z])")
 _PROMPT_TOPIC = re.compile(r"\b(?i:about)\s+(?:(?:the|an?)\s+)?([^?.!:;\n]{1,80}?)\s*(?:\([^)]*\)\s*)?(?:[?.!:;\n]|$)")
-_NAME_PARTICLES = {"da", "de", "del", "della", "di", "du", "van", "von", "der", "den", "la", "le", "bin", "ibn", "al"}
 _INITIAL = re.compile(r"[A-Z]\.$")
 
 
@@ -62,7 +61,7 @@ def prompt_person(prompt: Optional[str]) -> Optional[str]:
     words, out = prompt[m.end():].split(), []
     for i, w in enumerate(words):
         nxt = words[i + 1] if i + 1 < len(words) else ""
-        if w in _NAME_PARTICLES and out and nxt[:1].isupper():
+        if w in NAME_PARTICLES and out and nxt[:1].isupper():
             out.append(w)
             continue
         if not w[:1].isupper():
@@ -506,7 +505,8 @@ class RuleClaimExtractor:
         return out
 
 
-_COPULA = re.compile(r"\s+(is|was|are|were)\s+(?:(a|an|the)\s+)?")
+_COPULA = re.compile(r"\s+(is|was|are|were)\s+(?:(?:also|later|then|once|still|often|mainly|primarily|widely|"
+                     r"eventually|briefly)\s+)?(?:(a|an|the)\s+)?")  # "was also a poet, playwright, and novelist"
 _LIST_SEP = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
 _WHO = re.compile(r"\s+who\s+(?=\w)")
 _ARTICLE = re.compile(r"(?:a|an|the)\s+", re.IGNORECASE)
@@ -538,6 +538,7 @@ def split_predicates(clause: str) -> list[str]:
     items = [i.strip() for i in _LIST_SEP.split(pred)]
     listed = len(items) >= 3 or (len(items) == 2 and _ARTICLE.match(items[1]) is not None)
     if (not listed or not all(_noun_phrase(i) for i in items) or _lone_adjective(items[0])
+            or any(w.lower() in _PREPOSITIONS for w in WORD.findall(items[0]))
             or any(_adjective(m.group(1)) for m in _ADJECTIVE_COMMA.finditer(pred))):
         return [clause] if rest is None else [f"{body[:m.end()]}{pred}", rest]
     out = [f"{head}{(article + ' ') if article else ''}{items[0]}"]
@@ -549,9 +550,21 @@ def split_predicates(clause: str) -> list[str]:
 
 
 def _noun_phrase(item: str) -> bool:
+    """A list item that can be a predicate noun: a few words, no verb, relative word or number, and
+    not opening with a preposition or adverb ("above all" in "a magistrate, polymath, and above
+    all, a mathematician" is no item)."""
     words = WORD.findall(item)
     return 1 <= len(words) <= 4 and not any(w.lower() in VERBS or w.lower() in _RELATIVE_WORDS for w in words) \
-        and not re.search(r"\d", item)
+        and not re.search(r"\d", item) and words[0].lower() not in _NOT_NOUN_OPENERS
+
+
+# prepositions and adverbs a list item of predicate nouns never opens with
+_NOT_NOUN_OPENERS = (LEADING_NON_SUBJECT - {"a", "an"}) | {
+    "above", "especially", "particularly", "notably", "mainly", "mostly", "chiefly", "primarily", "most", "more",
+    "even", "perhaps", "possibly"}
+# a preposition in the first item: the list is its object ("the son of a chemist and a blacksmith",
+# "known for his bravery, honor, and chivalry"), not a list of predicates
+_PREPOSITIONS = {"of", "for", "to", "with", "from", "in", "on", "at", "by", "about", "between", "among"}
 
 
 def _lone_adjective(item: str) -> bool:

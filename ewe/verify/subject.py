@@ -41,15 +41,13 @@ from typing import Optional, Sequence
 
 from ..retrieval.chunking import split_passage
 from .claims import LEADING_NON_SUBJECT, dated_subject, find_subject, prompt_person
-from .text import NOT_NAMES, WORD_RE, fold, sentence_spans
+from .text import NAME_PARTICLES, NOT_NAMES, WORD_RE, fold, sentence_spans
 from .types import Evidence
 
 # Words of a name that do not tell one bearer from another: a passage's "King" or "Pope" is
 # no sign that it names the claim's king or pope.
 HONORIFICS = frozenset("""saint st pope king queen emperor empress prince princess sir lord lady duke duchess
     count president general admiral sultan tsar czar shah caliph khan pharaoh jr sr the great elder younger""".split())
-_PARTICLES = {"of", "de", "da", "di", "du", "del", "della", "van", "von", "der", "den", "la", "le", "bin", "ibn", "al",
-              "the", "y"}
 
 
 def name_keys(name: str) -> set[str]:
@@ -71,7 +69,7 @@ def _head(text: str) -> Optional[tuple[str, int]]:
     if not title:
         return None
     words = title.split()
-    if not 1 <= len(words) <= 8 or not all(w[:1].isupper() or w[:1].isdigit() or w.lower() in _PARTICLES | {"and"}
+    if not 1 <= len(words) <= 8 or not all(w[:1].isupper() or w[:1].isdigit() or w.lower() in NAME_PARTICLES | {"and"}
                                            for w in words) or not name_keys(title):
         return None
     return title, len(text) - len(body)
@@ -101,13 +99,13 @@ def name_runs(text: str) -> list[str]:
         if cur and gap not in ("", "-") and not (gap == "." and len(cur[-1].group(0)) == 1):  # "J. M. W."
             runs.append([])
         name = w[:1].isupper() and w.lower() not in NOT_NAMES and w.lower() not in LEADING_NON_SUBJECT
-        if name or (runs[-1] and w in _PARTICLES):
+        if name or (runs[-1] and w in NAME_PARTICLES):
             runs[-1].append(m)
         elif runs[-1]:
             runs.append([])
     out = []
     for run in runs:
-        while run and run[-1].group(0) in _PARTICLES:
+        while run and run[-1].group(0) in NAME_PARTICLES:
             run.pop()
         if run:
             out.append(re.sub(r"['’]s$", "", text[run[0].start():run[-1].end()]))
@@ -141,7 +139,7 @@ def names_subject(sentence: str, subject: str, other: str) -> bool:
     return any(not _incidental(sentence, a, b) for a, b in mentions(sentence, subject, other))
 
 
-_RUN_GAP = re.compile(rf"\s*-?\s*|\s+(?:{'|'.join(sorted(_PARTICLES))})\s+")
+_RUN_GAP = re.compile(rf"\s*-?\s*|\s+(?:{'|'.join(sorted(NAME_PARTICLES))})\s+")
 
 
 def mentions(sentence: str, subject: str, other: str) -> list[tuple[int, int]]:

@@ -228,6 +228,10 @@ def is_negated(text: str) -> bool:
 
 # --- lines that are not sentences --------------------------------------------------
 
+# Lowercase words inside a name ("Philip II of Macedon", "Alexander the Great", "Ortega y Gasset")
+NAME_PARTICLES = frozenset({"of", "de", "da", "di", "du", "del", "della", "van", "von", "der", "den", "la", "le",
+                            "bin", "ibn", "al", "the", "y"})
+
 # How a prompt's passage that does not name its article says whom it is about (retrieval/in_prompt.py);
 # a small model copies it into its answer, where it is no claim
 SOURCE_NOTE = "(from the article on {title})"
