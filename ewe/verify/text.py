@@ -119,6 +119,10 @@ def word_keys(text: str) -> set[str]:
     return {fold(w) for w in words(text)}
 
 
+# Lowercase words inside a name ("Philip II of Macedon", "Alexander the Great", "Ortega y Gasset")
+NAME_PARTICLES = frozenset({"of", "de", "da", "di", "du", "del", "della", "van", "von", "der", "den", "la", "le",
+                            "bin", "ibn", "al", "the", "y"})
+
 # Capitalized words that are not names (sentence-initial function words, pronouns).
 NOT_NAMES = frozenset(
     """a an the this that these those he she it they we i you his her its their our my your
@@ -227,10 +231,6 @@ def is_negated(text: str) -> bool:
 
 
 # --- lines that are not sentences --------------------------------------------------
-
-# Lowercase words inside a name ("Philip II of Macedon", "Alexander the Great", "Ortega y Gasset")
-NAME_PARTICLES = frozenset({"of", "de", "da", "di", "du", "del", "della", "van", "von", "der", "den", "la", "le",
-                            "bin", "ibn", "al", "the", "y"})
 
 # How a prompt's passage that does not name its article says whom it is about (retrieval/in_prompt.py);
 # a small model copies it into its answer, where it is no claim
