@@ -131,16 +131,21 @@ class VerifyRefine(CheckedMethod):
             run.redundancy = Redundancy()
         return run.redundancy
 
-    def tail_repeats(self, run: _Run, tail: str, context: str) -> bool:
-        """A last sentence the token budget cut off is never checked, but one that adds nothing to
-        the answer before it is dropped (traced as "repeats_dropped")."""
+    def _text_repeats(self, run: _Run, text: str, context: str) -> tuple[list[dict], list[str]]:
+        """Why `text` (after `context`) adds nothing to the answer kept so far ([] when it adds
+        something), and its claims (the checker's extractor; it has no check of its own)."""
         from ..verify.claims import RuleClaimExtractor
         from ..verify.redundancy import text_repeats
 
+        return text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+                            text, context, run.prompt, run.said_texts, run.said_claims)
+
+    def tail_repeats(self, run: _Run, tail: str, context: str) -> bool:
+        """A last sentence the token budget cut off is never checked, but one that adds nothing to
+        the answer before it is dropped (traced as "repeats_dropped")."""
         if not tail.strip() or not self.runtime.config.checker.reject_repeats:
             return False
-        why, _ = text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
-                              tail.strip(), context, run.prompt, run.said_texts, run.said_claims)
+        why, _ = self._text_repeats(run, tail.strip(), context)
         if why:
             run.trace.add("repeats_dropped", dropped=[{"sentence": tail.strip(), "repeats": why, "cut_off": True}])
         return bool(why)
@@ -169,13 +174,9 @@ class VerifyRefine(CheckedMethod):
         answer so far ends the answer before it (checker.reject_repeats; traced "repeats", refined):
         the refiner restating an earlier sentence is padding, and greedy decoding would go on with it.
         One that adds something joins what later sentences may not repeat."""
-        from ..verify.claims import RuleClaimExtractor
-        from ..verify.redundancy import text_repeats
-
         if not self.runtime.config.checker.reject_repeats:
             return False
-        why, found = text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
-                                  refined, prefix, run.prompt, run.said_texts, run.said_claims)
+        why, found = self._text_repeats(run, refined, prefix)
         if why:
             run.failed += 1
             run.trace.add("repeats", sentence=refined, repeats=why, refined=True)
