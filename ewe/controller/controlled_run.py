@@ -25,7 +25,7 @@ from ..engine import BanFirstTokens, Branch, ContinuousLoop, Hook, JoiningRow, R
 from ..engine.watch import answer_watchers, prompt_watchers
 from ..result import GenerationResult
 from ..stats import ControlledStats
-from ..verify.claims import RuleClaimExtractor, prompt_person
+from ..verify.claims import prompt_person
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
 from ..verify.types import SUPPORTED, Evidence
@@ -196,7 +196,7 @@ class ControlledRun(Hook):
         """Why `text` at token `start` adds nothing to the answer before it ([] when it adds
         something), and its claims: for text that has no check of its own to read claims from."""
         t0 = time.perf_counter()
-        found = text_repeats(self.redundancy, getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+        found = text_repeats(self.redundancy, getattr(self.checker, "extractor", None),
                              text, self.tracker.decode(0, start), self.prompt,
                              [x.text for x in self.tracker.sentences if x.end <= start], self._earlier_claims(start))
         self.seconds["repeats"] += time.perf_counter() - t0

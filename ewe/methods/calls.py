@@ -12,10 +12,9 @@ def without_repeats(runtime, text: str, prompt: str, trace, extractor=None) -> s
     before them (checker.reject_repeats; each dropped sentence traced as "repeats_dropped")."""
     if not runtime.config.checker.reject_repeats or not text.strip():
         return text
-    from ..verify.claims import RuleClaimExtractor
     from ..verify.redundancy import Redundancy, drop_repeats
 
-    kept, dropped = drop_repeats(Redundancy(), extractor or RuleClaimExtractor(), text, prompt)
+    kept, dropped = drop_repeats(Redundancy(), extractor, text, prompt)
     if dropped:
         trace.add("repeats_dropped", dropped=dropped)
     return kept

@@ -134,10 +134,9 @@ class VerifyRefine(CheckedMethod):
     def _text_repeats(self, run: _Run, text: str, context: str) -> tuple[list[dict], list[str]]:
         """Why `text` (after `context`) adds nothing to the answer kept so far ([] when it adds
         something), and its claims (the checker's extractor; it has no check of its own)."""
-        from ..verify.claims import RuleClaimExtractor
         from ..verify.redundancy import text_repeats
 
-        return text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None) or RuleClaimExtractor(),
+        return text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None),
                             text, context, run.prompt, run.said_texts, run.said_claims)
 
     def tail_repeats(self, run: _Run, tail: str, context: str) -> bool:

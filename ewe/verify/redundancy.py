@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .claims import prompt_person
+from .claims import RuleClaimExtractor, prompt_person
 from .subject import name_keys
 from .text import content_keys, negation_count, number_keys
 
@@ -244,15 +244,17 @@ def sentence_repeats(redundancy: Redundancy, text: str, claims: Sequence[str], e
 
 def text_repeats(redundancy: Redundancy, extractor, text: str, context: str, prompt: str,
                  earlier_texts: Sequence[str], earlier_claims: Sequence[str]) -> tuple[list[dict], list[str]]:
-    """sentence_repeats for a text whose claims are not yet extracted (by `extractor`, with
-    `context` before it): why it adds nothing ([] when it adds something), and its claims."""
+    """sentence_repeats for a text whose claims are not yet extracted (by `extractor`, the rule
+    splitter when None, with `context` before it): why it adds nothing ([] when it adds
+    something), and its claims."""
+    extractor = extractor or RuleClaimExtractor()
     found = [c.text for c in extractor.extract(text, context=context or None, prompt=prompt).claims]
     return sentence_repeats(redundancy, text, found, earlier_texts, earlier_claims, prompt_person(prompt)), found
 
 
 def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> tuple[str, list[dict]]:
     """`text` without its sentences that add nothing to the ones before them (claims by `extractor`,
-    with the kept text as context), and what was dropped: for methods that write a whole answer
+    the rule splitter when None, with the kept text as context), and what was dropped: for methods that write a whole answer
     at once (Full-VR, A2R, CoVe), where no sentence can be written again."""
     from .text import sentence_spans
 
