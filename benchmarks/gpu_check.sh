@@ -45,7 +45,7 @@ step "decode: HF generate vs ewe, dynamic vs static cache + CUDA graphs (bf16)"
 MODEL=/tmp/ewe-random-model
 if [ -d .gpu/model ]; then
   python3 benchmarks/random_model.py .gpu/model $MODEL 2>&1 | tail -1
-  timeout 240 ewe bench decode --set model.name=$MODEL --set model.device=cuda --dtype bfloat16 --tokens 128 \
+  timeout 240 python3 -c "import sys; from ewe.cli import main; sys.exit(main())" bench decode --set model.name=$MODEL --set model.device=cuda --dtype bfloat16 --tokens 128 \
     --repeats 3 --kv-caches dynamic static 2>&1 | grep -v Warn | tee "$OUT/decode.txt" | tail -9
 else
   echo "skipped: no .gpu/model (see the top of this file)"

@@ -2,10 +2,13 @@
 and the helpers every decode benchmark shares (equal work, interleaved timing)."""
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 import time
 from contextlib import contextmanager
+
+import torch
 
 BENCH_PROMPT = "Tell me a bio of Albert Einstein."
 BENCH_TITLES = ["Albert Einstein", "Marie Curie", "Isaac Newton", "Charles Darwin", "Niels Bohr", "Max Planck"]
@@ -27,9 +30,15 @@ def eos_masked(model, stop_ids):
     does, applied to all runs), so no run can stop early and look faster per answer."""
     ids = sorted(i for i in stop_ids if i is not None)
     head = model.get_output_embeddings()
+    # the index lives on the logits' device, made before any call: a CUDA graph's capture allows
+    # no copy from the host
+    device = next(itertools.chain(head.parameters(), head.buffers())).device  # Int8Linear holds buffers
+    index = {device: torch.tensor(ids, dtype=torch.long, device=device)}
 
     def mask(_module, _inputs, logits):
-        logits[..., ids] = float("-inf")
+        if logits.device not in index:
+            index[logits.device] = torch.tensor(ids, dtype=torch.long, device=logits.device)
+        logits.index_fill_(-1, index[logits.device], float("-inf"))
         return logits
 
     handle = head.register_forward_hook(mask) if ids else None
