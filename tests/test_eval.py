@@ -17,7 +17,7 @@ from ewe.eval.metric import WithArticle, median_k, score
 from ewe.data.prompt_sets import SUFFIX, prompt_set
 from ewe.eval.scorer import Scorer, apply_scores, score_dataset, summarize
 from ewe.verify import FactChecker, StaticEvidenceSource
-from ewe.verify.types import SUPPORTED, UNSUPPORTED, Evidence, Verdict
+from ewe.verify.types import SUPPORTED, UNSUPPORTED, Claim, Evidence, Verdict
 
 TRUE = {"Marie Curie was a physicist.", "Marie Curie won two Nobel prizes.", "Marie Curie was born in Warsaw."}
 
@@ -352,3 +352,23 @@ def test_the_eval_loader_opens_the_datastore_only_when_a_prompt_retrieves(monkey
     first.runtime._datastore = opened  # as if a retrieving prompt had opened it
     second = loader.load(EWEConfig.from_yaml(Path(__file__).parents[1] / "configs" / "ra.yaml"))
     assert second.runtime.datastore is opened and second.runtime.model is first.runtime.model
+
+
+def test_credited_elsewhere_counts_another_subjects_fact_not_the_topics_own_phrases():
+    """The table's 'claims credited from another subject' column: Kafka's books given to Klimt
+    count; "Explicit stereotypes are ..." from the article on Stereotype does not, though a
+    capitalized common word opens it; a claim about a third person from Bohr's passage counts."""
+    from ewe.eval.metric import credited_elsewhere
+
+    def verdict(claim, title, passage):
+        return Verdict(Claim(claim), SUPPORTED, 0.9, [Evidence(f"{title}: {passage}", title=title)])
+
+    kafka = verdict("Gustav Klimt's best-known works include The Metamorphosis (1915).", "Franz Kafka",
+                    "His best-known works include the novella The Metamorphosis (1915).")
+    assert credited_elsewhere(kafka, "Tell me a bio of Gustav Klimt.")
+    topic = "What can you tell me about Stereotype?"
+    own = verdict("Explicit stereotypes are based on conscious information.", "Stereotype",
+                  "They can be explicit stereotypes, which are conscious, or implicit ones.")
+    assert not credited_elsewhere(own, topic)
+    pupil = verdict("Heisenberg was a student of Niels Bohr.", "Niels Bohr", "Niels Bohr was a Danish physicist.")
+    assert credited_elsewhere(pupil, "Tell me a bio of Max Born.")

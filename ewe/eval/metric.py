@@ -21,10 +21,11 @@ all count as not supported (failures are flagged in the details).
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 
-from ..verify.text import split_sentences
+from ..verify.text import content_keys, fold, split_sentences, words
 from ..verify.types import Evidence
 
 
@@ -134,7 +135,22 @@ def credited_elsewhere(verdict, prompt: str) -> bool:
     about = passage_subject(verdict.evidence[0])
     if subject is None or about is None or same_subject(subject, about):
         return False
-    return not names_subject(verdict.evidence[0].text, subject, about)
+    return not names_subject(verdict.evidence[0].text, subject, about) and not _headed_by(verdict.claim.text, about)
+
+
+_FIRST_VERB = re.compile(r"\b(?:is|are|was|were|has|have|had|can|could|may|might|will|would|do|does|did)\b")
+
+
+def _headed_by(claim: str, about: str) -> bool:
+    """The claim's subject phrase (its words before the first auxiliary) ends in the passage's
+    subject and holds all of it: "Explicit stereotypes are ..." from the article on Stereotype, or
+    "Animal drinking is ..." from Drinking, speak of that article's subject, whatever capitalized
+    word opens them ("Explicit" is no one else). "Bohr's student Heisenberg was ..." ends in
+    someone else and stays another subject's."""
+    m = _FIRST_VERB.search(claim)
+    lead = words(claim[:m.start()]) if m else []
+    keys = content_keys(about)
+    return bool(lead and keys) and fold(lead[-1]) in keys and keys <= {fold(w) for w in lead}
 
 
 def claim_counts(sentences: list[dict]) -> tuple[int, int]:
