@@ -242,6 +242,20 @@ def test_a_refinement_that_copies_the_prompts_example_keeps_the_original(method)
     assert not P.copies_example("He was born in 1643 in England.", "Tell me a bio of Isaac Newton.")
 
 
+def test_full_vr_keeping_its_original_still_drops_the_repeats():
+    """A Full-VR objects answer said the same sentence three times; its refinement came back as
+    the prompt's example, and the original was returned whole, repeats and all."""
+    copied = "Isaac Newton was a French painter. He was born in 1703."
+    script = Script([f"{S1} {S2} {S2}"], full_reply=copied)
+    ewe, _ = make(script, method="full-vr")
+    r = ewe.generate(PROMPT)
+    assert r.text.strip() == f"{S1} {S2}" and r.token_ids == ids_of(r.text)
+    [refine] = events(r, "vr_refine")
+    assert refine["kept_original"]
+    [drop] = events(r, "repeats_dropped")
+    assert drop["dropped"][0]["sentence"] == S2
+
+
 def test_full_vr_refines_the_whole_answer_when_any_sentence_fails():
     script = Script([f"{S2} {S1} {S3}"])
     ewe, checker = make(script, method="full-vr")

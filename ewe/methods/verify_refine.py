@@ -272,11 +272,7 @@ class VerifyRefine(CheckedMethod):
                 if check.needs_rewrite:
                     failed.append(check)
         if not failed:
-            kept = without_repeats(self.runtime, answer, run.prompt, run.trace,
-                                   getattr(self.checker, "extractor", None))
-            if kept != answer:
-                return kept, text_tokens(self.runtime, kept), [], out.finish_reason
-            return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
+            return self._original(run, out)
         evidence = [t for c in failed for t in self._evidence(c)][:3]
         tokens = self.cfg.answer_tokens or dec.max_new_tokens
         reply = self._complete(run, P.answer_prompt(gen_prompt, answer, evidence), tokens, dec, "refine")
@@ -288,12 +284,20 @@ class VerifyRefine(CheckedMethod):
         run.trace.add("vr_refine", scope="answer", sentence=answer, refined=refined or answer, reply=reply.text.strip(),
                       tokens=len(reply.token_ids), kept_original=not refined)
         if not refined:
-            return answer, list(out.token_ids), list(out.logprobs), out.finish_reason
+            return self._original(run, out)
         refined = without_repeats(self.runtime, refined, run.prompt, run.trace,
                                   getattr(self.checker, "extractor", None))
         run.sentences = [{"text": s.strip(), "checked": False, "needs_rewrite": None}
                          for s in (refined[a:b] for a, b in sentence_spans(refined)) if s.strip()]
         return refined, text_tokens(self.runtime, refined), [], reply.finish_reason
+
+    def _original(self, run: _Run, out):
+        """Full-VR's answer as first written (nothing failed, or no refinement came back), less the
+        sentences that add nothing: a kept original is no licence to pad."""
+        kept = without_repeats(self.runtime, out.text, run.prompt, run.trace, getattr(self.checker, "extractor", None))
+        if kept != out.text:
+            return kept, text_tokens(self.runtime, kept), [], out.finish_reason
+        return out.text, list(out.token_ids), list(out.logprobs), out.finish_reason
 
     def _offline(self, run: _Run, gen_prompt: str, dec):
         """The paper's protocol: the answer's sentences verified and refined in order after the fact."""
