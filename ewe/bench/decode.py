@@ -30,15 +30,14 @@ def eos_masked(model, stop_ids):
     does, applied to all runs), so no run can stop early and look faster per answer."""
     ids = sorted(i for i in stop_ids if i is not None)
     head = model.get_output_embeddings()
-    # the index lives on the logits' device, made before any call: a CUDA graph's capture allows
-    # no copy from the host
-    device = next(itertools.chain(head.parameters(), head.buffers())).device  # Int8Linear holds buffers
-    index = {device: torch.tensor(ids, dtype=torch.long, device=device)}
+    # the index is made on the head's device before any call (Int8Linear holds buffers, not
+    # parameters): a CUDA graph's capture allows no copy from the host, and .to() of a tensor
+    # already there is the tensor itself
+    device = next(itertools.chain(head.parameters(), head.buffers())).device
+    index = torch.tensor(ids, dtype=torch.long, device=device)
 
     def mask(_module, _inputs, logits):
-        if logits.device not in index:
-            index[logits.device] = torch.tensor(ids, dtype=torch.long, device=logits.device)
-        logits.index_fill_(-1, index[logits.device], float("-inf"))
+        logits.index_fill_(-1, index.to(logits.device), float("-inf"))
         return logits
 
     handle = head.register_forward_hook(mask) if ids else None
