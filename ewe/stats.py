@@ -150,7 +150,7 @@ class A2RStats(_Stats):
     decoded_tokens: int
     stage_tokens: dict
     iterations: int
-    stop: str  # scores | max_iterations
+    stop: str  # scores | max_iterations | echo (a refinement wrote score lines, not an answer)
     scores: list  # per draft: {correctness, citation_recall, citation_precision}
     final_scores: dict | None
     documents: int

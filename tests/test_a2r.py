@@ -156,6 +156,38 @@ def test_final_last_returns_the_last_refinement_without_a_history_call():
     assert [s for s, _ in replies.calls] == ["initial", "feedback", "refine"] and r.text == GOOD
 
 
+ECHO = "1. Correctness: 0.67\n2. Citation recall: 0.00\n3. Citation precision: 0.00"
+
+
+def test_a_refinement_that_writes_the_score_lines_is_no_answer_and_the_draft_before_it_stays():
+    replies = Replies(refined=(ECHO,), final=ECHO)  # the refiner copies the feedback's format
+    ewe, _ = make(replies, max_iterations=2)
+    r = ewe.generate(PROMPT, passages=[D1, D2])
+    # the echoed refinement ends the rounds (nothing new to assess); the history call still runs
+    assert [s for s, _ in replies.calls] == ["initial", "feedback", "refine", "final"]
+    assert r.text == MIXED and r.stats["stop"] == "echo" and r.stats["iterations"] == 1
+    answers = events(r, "a2r_answer")
+    assert [a["kind"] for a in answers] == ["initial", "refined", "final"]
+    assert [bool(a.get("echo")) for a in answers] == [False, True, True]
+    [final] = replies.of("final")
+    assert ECHO not in final  # an echo is never a draft
+
+
+def test_a_final_answer_that_is_an_answer_is_taken_after_an_echoed_refinement():
+    replies = Replies(refined=(ECHO,), final=GOOD)
+    ewe, _ = make(replies, max_iterations=2)
+    r = ewe.generate(PROMPT, passages=[D1, D2])
+    assert r.text == GOOD and r.stats["stop"] == "echo"
+
+
+def test_an_answer_is_cut_where_it_goes_on_listing_the_documents():
+    assert P.answer_text(f"Answer: {GOOD}\n\nDocument [2]: {D2}") == GOOD
+    assert P.answer_text(GOOD) == GOOD
+    assert P.echoes_assessment("Marie Curie was born in Warsaw.\n2) Citation precision: .5")
+    assert not P.echoes_assessment("Her correctness: never questioned. She won two prizes [1].")
+    assert not P.echoes_assessment(GOOD)
+
+
 def test_documents_are_retrieved_when_none_are_given():
     store = FakeDatastore()
     replies = Replies(initial=GOOD)

@@ -128,6 +128,44 @@ class AlwaysRefuses:
         return torch.tensor([[0.01, 0.99, 0.0]] * len(claims))
 
 
+CURIE = "Tell me a bio of Marie Curie."
+SAID = ["Marie Curie was a physicist.", "She won two Nobel prizes."]
+
+
+def test_a_sentence_joining_two_earlier_ones_repeats_them_though_its_clause_is_new():
+    from ewe.verify.redundancy import ATOMIC_EXACT, sentence_repeats
+
+    joined = "Marie Curie was a physicist who won two Nobel prizes."
+    refuses = Redundancy(AlwaysRefuses())  # the clause test finds the joined clause new
+    earlier_claims = ["Marie Curie was a physicist.", "Marie Curie won two Nobel prizes."]
+    assert sentence_repeats(refuses, joined, [joined], SAID, earlier_claims, "Marie Curie") == []
+    why = sentence_repeats(refuses, joined, [joined], SAID, earlier_claims, "Marie Curie", CURIE)
+    assert [(w["claim"], w["why"]) for w in why] == [("Marie Curie was a physicist.", ATOMIC_EXACT),
+                                                      ("Marie Curie won two Nobel prizes.", ATOMIC_EXACT)]
+
+
+@pytest.mark.parametrize("sentence", [
+    "Marie Curie was a physicist who was born in Warsaw.",  # one half new
+    "Marie Curie was a scientist who won two Nobel prizes.",  # a paraphrase: lexical only, never the judge
+    "She was a physicist who won two Nobel prizes in 1911.",  # a number more
+])
+def test_a_joined_sentence_with_anything_new_is_no_repeat(sentence):
+    from ewe.verify.redundancy import atomic_repeats
+
+    assert atomic_repeats(sentence, SAID, CURIE) == []
+
+
+def test_a_cut_off_tail_with_no_clause_claim_is_dropped_when_its_atomic_claim_is_said(redundancy):
+    from ewe.verify.claims import RuleClaimExtractor
+    from ewe.verify.redundancy import drop_repeats
+
+    first = "Marie Curie was raised in Warsaw, with a father who was a teacher."
+    tail = "Marie Curie was raised in Warsaw, with a father who was a"
+    assert RuleClaimExtractor().extract(tail, prompt=CURIE).claims == []
+    kept, dropped = drop_repeats(redundancy, RuleClaimExtractor(), f"{first}\n\n{tail}", CURIE)
+    assert kept == first and [d["sentence"] for d in dropped] == [tail]
+
+
 # -- the scorer counts each claim once -------------------------------------------------------------
 
 TRUE = {"Marie Curie was a physicist.", "Marie Curie won two Nobel prizes.", "Marie Curie was born in Warsaw.",

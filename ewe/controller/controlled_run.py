@@ -207,7 +207,7 @@ class ControlledRun(Hook):
         t0 = time.perf_counter()
         earlier_text = [x.text for x in self.tracker.sentences if x.end <= start]
         found = sentence_repeats(self.redundancy, text, [c.text for c in check.claims], earlier_text,
-                                 self._earlier_claims(start), self.subject)
+                                 self._earlier_claims(start), self.subject, self.prompt)
         self.seconds["repeats"] += time.perf_counter() - t0
         return found
 

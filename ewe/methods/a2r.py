@@ -15,7 +15,9 @@ with `method: a2r`, on the same generator, checker and datastore as EWE (Algorit
    from the scores and the failing statements without a model call;
 4. refine: Y_t+1 = M([p_refine; x; e; Y_t; F_t]) (eq. 4), for at most `a2r.max_iterations`
    rounds of feedback; the answer returned is Y^ = M([p_refine; x; e; Y_0; F_0; ...; Y_t; F_t])
-   (eq. 5, `a2r.final: history`), or the last refinement (`a2r.final: last`).
+   (eq. 5, `a2r.final: history`), or the last refinement (`a2r.final: last`). A refinement that
+   writes the assessment's score lines instead of an answer (a small model copying the feedback's
+   format) is not taken: the answer before it stays, and the rounds stop (stats.stop "echo").
 
 The paper generates with GPT-3.5 at temperature 0.7; here every answer uses the decoding
 section (greedy in `ewe eval`) and feedback is greedy. Prompts live in `a2r_prompts.py`.
@@ -115,11 +117,14 @@ class A2R(CheckedMethod):
         return out
 
     def _answer(self, run: _Run, iteration: int, kind: str, text: str, dec):
+        """(the model call, its answer); None when the reply writes the assessment's score lines
+        instead of an answer (traced with echo=True): the answer before it stays."""
         out = self._call(run, "answer", text, dec, kind)
-        answer = P.strip_label(out.text)
+        answer = P.answer_text(out.text)
+        echo = kind != "initial" and P.echoes_assessment(answer)
         run.trace.add("a2r_answer", iteration=iteration, kind=kind, text=answer, tokens=len(out.token_ids),
-                      finish_reason=out.finish_reason)
-        return out, answer
+                      finish_reason=out.finish_reason, **({"echo": True} if echo else {}))
+        return None if echo else (out, answer)
 
     # -- assessment ----------------------------------------------------------------------------
 
@@ -208,9 +213,13 @@ class A2R(CheckedMethod):
             feedback = self._feedback(run, t, answer, docs, s, dec)
             drafts.append((answer, feedback))
             if t + 1 < cfg.max_iterations or cfg.final == "last":
-                out, answer = self._answer(run, t + 1, "refined", P.refine_prompt(prompt, docs, answer, feedback), dec)
+                refined = self._answer(run, t + 1, "refined", P.refine_prompt(prompt, docs, answer, feedback), dec)
+                if refined is None:
+                    stop = "echo"
+                    break
+                out, answer = refined
         if drafts and cfg.final == "history":
-            out, answer = self._answer(run, len(drafts), "final", P.final_prompt(prompt, docs, drafts), dec)
+            out, answer = self._answer(run, len(drafts), "final", P.final_prompt(prompt, docs, drafts), dec) or (out, answer)
         final = self.assess(run, answer, docs, cut_off=out.finish_reason == "length") if cfg.assess_final else None
         if final is not None:
             run.trace.add("a2r_assess", iteration=len(drafts), **asdict(final), mean=final.mean, final=True)

@@ -122,6 +122,10 @@ def template_feedback(scores: dict, thresholds: dict, unsupported: list[str], un
 _CITATION_RE = re.compile(r"\[(\d{1,3})\]")
 _LABEL = label_pattern("improved answer", "final answer", "answer", "feedback", r"draft \d+")
 _NEXT_BLOCK = block_pattern(r"draft \d+", r"feedback on draft \d+", "feedback", "question")
+_DOCUMENT_BLOCK = block_pattern(r"document \[\d+\]")
+# a line of the assessment's format: "Correctness: 0.80", "2. Citation recall: 0.00"
+_SCORE_LINE = re.compile(r"^\s*(?:\d+[.)]\s*)*(?:correctness|citation(?:\s+(?:recall|precision))?)\s*:\s*\d*\.?\d+",
+                         re.IGNORECASE | re.MULTILINE)
 
 
 def citations(sentence: str) -> list[int]:
@@ -144,3 +148,15 @@ def strip_label(text: str) -> str:
     without what follows when it goes on with another block of the prompt's pattern ("Draft 4:",
     "Feedback on draft 2:"): small models continue the history instead of ending."""
     return until_block(text_strip_label(text, _LABEL), _NEXT_BLOCK).strip()
+
+
+def answer_text(text: str) -> str:
+    """An answer's reply: `strip_label`, and cut where it goes on listing the prompt's documents
+    ("Document [2]: ..."), which the answer only cites."""
+    return until_block(strip_label(text), _DOCUMENT_BLOCK).strip()
+
+
+def echoes_assessment(answer: str) -> bool:
+    """Whether an answer writes the assessment's score lines ("1. Correctness: 0.80") instead of
+    answering: a 135M refiner copies the feedback's format, and such a reply is no answer."""
+    return bool(_SCORE_LINE.search(answer))

@@ -159,7 +159,7 @@ class VerifyRefine(CheckedMethod):
             return False
         claims = [c.text for c in check.claims]
         why = sentence_repeats(self._redundancy(run), sentence, claims, run.said_texts, run.said_claims,
-                               prompt_person(run.prompt))
+                               prompt_person(run.prompt), run.prompt)
         if why:
             run.failed += 1
             run.trace.add("repeats", sentence=sentence, repeats=why)

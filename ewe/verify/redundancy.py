@@ -33,6 +33,8 @@ SAME_WORDS = "same content words"
 MUTUAL = "entail each other"
 CONTAINED = "an earlier claim holds its content words"
 ENTAILED = "an earlier claim entails it"
+ATOMIC_EXACT = "an identical earlier atomic claim"
+ATOMIC_CONTAINED = "an earlier atomic claim holds its content words"
 _EXACT_GROUP_LIMIT = 16
 _BARE_PRONOUN = re.compile(r"(?:It|He|She|They)\s+(?:is|was|are|were|has|had|have|also|later|became|remains)\b")
 
@@ -228,18 +230,47 @@ def _independent(comp: list[int], adj: dict[int, set[int]]) -> set[int]:
 
 
 def sentence_repeats(redundancy: Redundancy, text: str, claims: Sequence[str], earlier_texts: Sequence[str],
-                     earlier_claims: Sequence[str], subject: Optional[str] = None) -> list[dict]:
+                     earlier_claims: Sequence[str], subject: Optional[str] = None,
+                     prompt: Optional[str] = None) -> list[dict]:
     """Why a sentence adds nothing to the answer before it (its text is an earlier sentence's, or
     every claim of it is already said), one entry per claim; [] when it adds something. A sentence
-    with no claim adds nothing checkable, but is a repeat only when its text is."""
+    with no claim adds nothing checkable, but is a repeat only when its text is. With `prompt`,
+    also `atomic_repeats`: a sentence that joins two earlier ones adds nothing either, nor does one
+    cut off where the clause splitter finds no claim ("..., with a father who was a")."""
     if normalize(text) in {normalize(x) for x in earlier_texts}:
         return [{"claim": text, "earlier": text, "why": "the same sentence"}]
-    if not claims or not earlier_claims:
+    said = redundancy.novel(list(claims), list(earlier_claims), subject) if claims and earlier_claims else []
+    if said and all(s is not None for s in said):
+        return [{"claim": c, "earlier": earlier_claims[k], "why": why} for c, (k, why) in zip(claims, said)]
+    return atomic_repeats(text, earlier_texts, prompt) if prompt is not None and earlier_texts else []
+
+
+def atomic_repeats(text: str, earlier_texts: Sequence[str], prompt: str) -> list[dict]:
+    """Why a sentence adds nothing when cut into atomic claims (one per predicate noun and relative
+    clause, the scorer's unit), one entry per claim; [] when one of them is new. Each must be an
+    earlier sentence's atomic claim, or hold only its content words and numbers: "X was a Muslim
+    theologian and jurist who was also a poet" after "X was a Muslim theologian and jurist who
+    lived ..." and "He was also a poet" is two earlier claims joined, which the clause test reads
+    as one new claim. Lexical only: no judge, so no paraphrase is taken for a repeat here."""
+    extractor, earlier, context = RuleClaimExtractor(atomic=True), [], ""
+    for t in earlier_texts:
+        earlier += [c.text for c in extractor.extract(t, context=context or None, prompt=prompt).claims]
+        context = f"{context} {t}".strip()
+    new = [c.text for c in extractor.extract(text, context=context or None, prompt=prompt).claims]
+    if not new or not earlier:
         return []
-    said = redundancy.novel(list(claims), list(earlier_claims), subject)
-    if any(s is None for s in said):
-        return []
-    return [{"claim": c, "earlier": earlier_claims[k], "why": why} for c, (k, why) in zip(claims, said)]
+    norm = {normalize(e): k for k, e in reversed(list(enumerate(earlier)))}
+    words = [_Words.of(e) for e in earlier]
+    out = []
+    for c in new:
+        k, why = norm.get(normalize(c)), ATOMIC_EXACT
+        if k is None:
+            w = _Words.of(c)
+            k, why = next((k for k, e in enumerate(words) if w.within(e)), None), ATOMIC_CONTAINED
+        if k is None:
+            return []
+        out.append({"claim": c, "earlier": earlier[k], "why": why})
+    return out
 
 
 def text_repeats(redundancy: Redundancy, extractor, text: str, context: str, prompt: str,
@@ -249,7 +280,7 @@ def text_repeats(redundancy: Redundancy, extractor, text: str, context: str, pro
     something), and its claims."""
     extractor = extractor or RuleClaimExtractor()
     found = [c.text for c in extractor.extract(text, context=context or None, prompt=prompt).claims]
-    return sentence_repeats(redundancy, text, found, earlier_texts, earlier_claims, prompt_person(prompt)), found
+    return sentence_repeats(redundancy, text, found, earlier_texts, earlier_claims, prompt_person(prompt), prompt), found
 
 
 def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> tuple[str, list[dict]]:
