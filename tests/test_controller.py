@@ -750,6 +750,17 @@ def test_a_last_sentence_the_budget_cut_off_is_dropped_when_it_repeats_and_kept_
     assert r.text.strip() == new.strip() and events(r, "repeats_dropped") == []
 
 
+@pytest.mark.parametrize("tail,dropped", [("She won two Nobel prizes, the", True), ("She won three Nobel prizes, the", False)])
+def test_a_cut_off_tail_with_no_claim_to_read_is_dropped_when_an_earlier_sentence_holds_its_words(tail, dropped):
+    """Cut after "the", the tail holds no claim the splitter can read, so no claim test can call it
+    a repeat; its words are all C's: it adds nothing. With "three" it says something new, and stays."""
+    cut = f"{A} {C} {tail}"
+    r = make(text_script(fixed(f"{cut} first woman. {B_RIGHT}")), ScriptedChecker(false=set()),
+             max_new_tokens=len(ids_of(cut))).generate(PROMPT)
+    assert r.text.strip() == (f"{A} {C}" if dropped else cut)
+    assert [d["sentence"] for e in events(r, "repeats_dropped") for d in e["dropped"]] == ([tail] if dropped else [])
+
+
 @pytest.mark.parametrize("policy", ["keep_best", "drop"])
 def test_a_greedy_retry_under_the_same_memory_is_not_decoded_again(policy, monkeypatch):
     """With no feedback to add (and nothing retrieved), a greedy retry would read exactly what the

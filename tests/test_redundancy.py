@@ -155,15 +155,31 @@ def test_a_joined_sentence_with_anything_new_is_no_repeat(sentence):
     assert atomic_repeats(sentence, SAID, CURIE) == []
 
 
-def test_a_cut_off_tail_with_no_clause_claim_is_dropped_when_its_atomic_claim_is_said(redundancy):
+def test_a_cut_off_tail_with_no_claim_is_dropped_when_an_earlier_sentence_holds_its_words(redundancy):
     from ewe.verify.claims import RuleClaimExtractor
-    from ewe.verify.redundancy import drop_repeats
+    from ewe.verify.redundancy import CUT_OFF, drop_repeats
 
     first = "Marie Curie was raised in Warsaw, with a father who was a teacher."
     tail = "Marie Curie was raised in Warsaw, with a father who was a"
     assert RuleClaimExtractor().extract(tail, prompt=CURIE).claims == []
-    kept, dropped = drop_repeats(redundancy, RuleClaimExtractor(), f"{first}\n\n{tail}", CURIE)
-    assert kept == first and [d["sentence"] for d in dropped] == [tail]
+    text = f"{first}\n\n{tail}"
+    assert drop_repeats(redundancy, RuleClaimExtractor(), text, CURIE) == (text, [])  # not cut off: kept
+    kept, dropped = drop_repeats(redundancy, RuleClaimExtractor(), text, CURIE, cut_off=True)
+    assert kept == first and [(d["sentence"], d["repeats"][0]["why"]) for d in dropped] == [(tail, CUT_OFF)]
+
+
+@pytest.mark.parametrize("tail,repeats", [
+    ("In 186", True),  # the opening digits of an earlier number
+    ("She was born in Warsaw in 186", True),
+    ("She was born in Warsaw in 187", False),  # another number
+    ("She was not born in", False),  # a negation the earlier sentence lacks
+    ("She moved to Paris", False),  # a new word
+    ("She was", False),  # no content word: nothing said, nothing repeated
+])
+def test_what_a_cut_off_tail_repeats(tail, repeats):
+    from ewe.verify.redundancy import cut_off_repeats
+
+    assert bool(cut_off_repeats(tail, ["Marie Curie was born in Warsaw in 1867.", "She won two Nobel prizes."])) is repeats
 
 
 # -- the scorer counts each claim once -------------------------------------------------------------

@@ -707,6 +707,13 @@ def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
      ["Marie Curie was a goddess of wisdom, war, magic, and fate."]),
     ("Marie Curie was a physicist, chemist, and above all, a teacher.",
      ["Marie Curie was a physicist, chemist, and above all, a teacher."]),
+    # a "who" after a preposition's object or a verb speaks of that other person, not the subject
+    ("Marie Curie was raised in Warsaw, with a father who was a teacher.",
+     ["Marie Curie was raised in Warsaw, with a father who was a teacher."]),
+    ("Marie Curie was the daughter of a teacher who ran a school.",
+     ["Marie Curie was the daughter of a teacher who ran a school."]),
+    ("Marie Curie was a Polish physicist who won two Nobel prizes.",
+     ["Marie Curie was a Polish physicist.", "Marie Curie won two Nobel prizes."]),
 ])
 def test_the_atomic_splitter_makes_one_claim_per_predicate_noun(sentence, claims):
     from ewe.verify.claims import RuleClaimExtractor

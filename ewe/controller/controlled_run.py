@@ -192,13 +192,15 @@ class ControlledRun(Hook):
             self.unverified_claims[(s.start, s.text)] = claims
         return None
 
-    def _text_repeats(self, start: int, text: str) -> tuple[list[dict], list[str]]:
+    def _text_repeats(self, start: int, text: str, cut_off: bool = False) -> tuple[list[dict], list[str]]:
         """Why `text` at token `start` adds nothing to the answer before it ([] when it adds
-        something), and its claims: for text that has no check of its own to read claims from."""
+        something), and its claims: for text that has no check of its own to read claims from.
+        `cut_off`: the unfinished last sentence."""
         t0 = time.perf_counter()
         found = text_repeats(self.redundancy, getattr(self.checker, "extractor", None),
                              text, self.tracker.decode(0, start), self.prompt,
-                             [x.text for x in self.tracker.sentences if x.end <= start], self._earlier_claims(start))
+                             [x.text for x in self.tracker.sentences if x.end <= start], self._earlier_claims(start),
+                             cut_off)
         self.seconds["repeats"] += time.perf_counter() - t0
         return found
 
@@ -217,7 +219,7 @@ class ControlledRun(Hook):
         tail = self.tracker.unfinished()
         if tail is None or not self.reject_repeats:
             return
-        found, _ = self._text_repeats(tail.start, tail.text)
+        found, _ = self._text_repeats(tail.start, tail.text, cut_off=True)
         if found:
             self.trace.add("repeats_dropped", dropped=[{"sentence": tail.text, "repeats": found, "cut_off": True}])
             self.tracker.truncate(tail.start)

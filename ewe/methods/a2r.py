@@ -240,7 +240,8 @@ class A2R(CheckedMethod):
             total_s=round(time.perf_counter() - t_start, 4),
         )
         token_ids, logprobs = list(out.token_ids), list(out.logprobs)
-        answer = without_repeats(self.runtime, answer, prompt, run.trace, getattr(self.checker, "extractor", None))
+        answer = without_repeats(self.runtime, answer, prompt, run.trace, getattr(self.checker, "extractor", None),
+                                 out.finish_reason == "length")
         if answer != out.text.strip():  # an echoed label or a repeat was cut: the answer's own tokens, no log-probs
             token_ids, logprobs = text_tokens(self.runtime, answer), []
         return GenerationResult(prompt=prompt, text=answer, token_ids=token_ids, logprobs=logprobs,

@@ -7,14 +7,15 @@ from ..verify.text import sentence_spans
 from .registry import Method
 
 
-def without_repeats(runtime, text: str, prompt: str, trace, extractor=None) -> str:
+def without_repeats(runtime, text: str, prompt: str, trace, extractor=None, cut_off: bool = False) -> str:
     """The answer a whole-answer method returns, without the sentences that add nothing to those
-    before them (checker.reject_repeats; each dropped sentence traced as "repeats_dropped")."""
+    before them (checker.reject_repeats; each dropped sentence traced as "repeats_dropped").
+    `cut_off`: the token budget ended the text (its last sentence may be unfinished)."""
     if not runtime.config.checker.reject_repeats or not text.strip():
         return text
     from ..verify.redundancy import Redundancy, drop_repeats
 
-    kept, dropped = drop_repeats(Redundancy(), extractor, text, prompt)
+    kept, dropped = drop_repeats(Redundancy(), extractor, text, prompt, cut_off)
     if dropped:
         trace.add("repeats_dropped", dropped=dropped)
     return kept

@@ -202,7 +202,7 @@ class CoVe(Method):
         token_ids, logprobs = list(final.token_ids), list(final.logprobs)
         if text.strip() != final.text.strip():  # an echoed label or the prompt's pattern was cut
             token_ids, logprobs = text_tokens(self.runtime, text), []
-        unrepeated = without_repeats(self.runtime, text, prompt, run.trace)
+        unrepeated = without_repeats(self.runtime, text, prompt, run.trace, cut_off=final.finish_reason == "length")
         if unrepeated != text:  # a repeat was cut: the answer's own tokens, no log-probs
             text, token_ids, logprobs = unrepeated, text_tokens(self.runtime, unrepeated), []
         decoded = sum(run.tokens.values())

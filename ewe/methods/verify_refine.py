@@ -131,20 +131,21 @@ class VerifyRefine(CheckedMethod):
             run.redundancy = Redundancy()
         return run.redundancy
 
-    def _text_repeats(self, run: _Run, text: str, context: str) -> tuple[list[dict], list[str]]:
+    def _text_repeats(self, run: _Run, text: str, context: str, cut_off: bool = False) -> tuple[list[dict], list[str]]:
         """Why `text` (after `context`) adds nothing to the answer kept so far ([] when it adds
-        something), and its claims (the checker's extractor; it has no check of its own)."""
+        something), and its claims (the checker's extractor; it has no check of its own).
+        `cut_off`: an unfinished last sentence."""
         from ..verify.redundancy import text_repeats
 
         return text_repeats(self._redundancy(run), getattr(self.checker, "extractor", None),
-                            text, context, run.prompt, run.said_texts, run.said_claims)
+                            text, context, run.prompt, run.said_texts, run.said_claims, cut_off)
 
     def tail_repeats(self, run: _Run, tail: str, context: str) -> bool:
         """A last sentence the token budget cut off is never checked, but one that adds nothing to
         the answer before it is dropped (traced as "repeats_dropped")."""
         if not tail.strip() or not self.runtime.config.checker.reject_repeats:
             return False
-        why, _ = self._text_repeats(run, tail.strip(), context)
+        why, _ = self._text_repeats(run, tail.strip(), context, cut_off=True)
         if why:
             run.trace.add("repeats_dropped", dropped=[{"sentence": tail.strip(), "repeats": why, "cut_off": True}])
         return bool(why)
@@ -286,7 +287,7 @@ class VerifyRefine(CheckedMethod):
         if not refined:
             return self._original(run, out)
         refined = without_repeats(self.runtime, refined, run.prompt, run.trace,
-                                  getattr(self.checker, "extractor", None))
+                                  getattr(self.checker, "extractor", None), reply.finish_reason == "length")
         run.sentences = [{"text": s.strip(), "checked": False, "needs_rewrite": None}
                          for s in (refined[a:b] for a, b in sentence_spans(refined)) if s.strip()]
         return refined, text_tokens(self.runtime, refined), [], reply.finish_reason
@@ -294,7 +295,8 @@ class VerifyRefine(CheckedMethod):
     def _original(self, run: _Run, out):
         """Full-VR's answer as first written (nothing failed, or no refinement came back), less the
         sentences that add nothing: a kept original is no licence to pad."""
-        kept = without_repeats(self.runtime, out.text, run.prompt, run.trace, getattr(self.checker, "extractor", None))
+        kept = without_repeats(self.runtime, out.text, run.prompt, run.trace, getattr(self.checker, "extractor", None),
+                               out.finish_reason == "length")
         if kept != out.text:
             return kept, text_tokens(self.runtime, kept), [], out.finish_reason
         return out.text, list(out.token_ids), list(out.logprobs), out.finish_reason

@@ -533,7 +533,8 @@ def split_predicates(clause: str) -> list[str]:
     if who and who.start() > 0:
         after = pred[who.end():]
         words = WORD.findall(after)
-        if words and (is_verb(words[0]) or (len(words) > 1 and words[0].endswith("ly") and is_verb(words[1]))):
+        if (words and (is_verb(words[0]) or (len(words) > 1 and words[0].endswith("ly") and is_verb(words[1])))
+                and _predicate_nouns(pred[:who.start()])):
             pred, rest = pred[:who.start()], f"{subject} {after}"
     items = [i.strip() for i in _LIST_SEP.split(pred)]
     listed = len(items) >= 3 or (len(items) == 2 and _ARTICLE.match(items[1]) is not None)
@@ -547,6 +548,15 @@ def split_predicates(clause: str) -> list[str]:
         art = ("an" if item[:1].lower() in "aeiou" else "a") if article in ("a", "an") else article
         out.append(f"{subject} {be} {(art + ' ') if art else ''}{item}")
     return out + ([rest] if rest else [])
+
+
+def _predicate_nouns(pred: str) -> bool:
+    """Whether the words before a "who" are the subject's predicate nouns ("a German mathematician
+    who ...", "an actor and bodybuilder who ..."), so the clause says something of the subject; after
+    a preposition or a verb ("raised in Warsaw, with a father who was a teacher", "the son of a
+    chemist who ...") it speaks of someone else."""
+    items = [i.strip() for i in _LIST_SEP.split(pred)]
+    return all(_noun_phrase(i) and not any(w.lower() in _PREPOSITIONS for w in WORD.findall(i)) for i in items)
 
 
 def _noun_phrase(item: str) -> bool:

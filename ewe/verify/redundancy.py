@@ -35,7 +35,10 @@ CONTAINED = "an earlier claim holds its content words"
 ENTAILED = "an earlier claim entails it"
 ATOMIC_EXACT = "an identical earlier atomic claim"
 ATOMIC_CONTAINED = "an earlier atomic claim holds its content words"
+CUT_OFF = "cut off: an earlier sentence holds all its words"
 _EXACT_GROUP_LIMIT = 16
+_DIGITS = re.compile(r"\d+")
+_ENDED = re.compile(r"[.!?…][\"'”’)\]]*\s*$")
 _BARE_PRONOUN = re.compile(r"(?:It|He|She|They)\s+(?:is|was|are|were|has|had|have|also|later|became|remains)\b")
 
 
@@ -274,25 +277,49 @@ def atomic_repeats(text: str, earlier_texts: Sequence[str], prompt: str) -> list
 
 
 def text_repeats(redundancy: Redundancy, extractor, text: str, context: str, prompt: str,
-                 earlier_texts: Sequence[str], earlier_claims: Sequence[str]) -> tuple[list[dict], list[str]]:
+                 earlier_texts: Sequence[str], earlier_claims: Sequence[str],
+                 cut_off: bool = False) -> tuple[list[dict], list[str]]:
     """sentence_repeats for a text whose claims are not yet extracted (by `extractor`, the rule
     splitter when None, with `context` before it): why it adds nothing ([] when it adds
-    something), and its claims."""
+    something), and its claims. `cut_off`: the text is a last sentence the token budget cut
+    off, which also adds nothing when `cut_off_repeats` says so."""
     extractor = extractor or RuleClaimExtractor()
     found = [c.text for c in extractor.extract(text, context=context or None, prompt=prompt).claims]
-    return sentence_repeats(redundancy, text, found, earlier_texts, earlier_claims, prompt_person(prompt), prompt), found
+    why = sentence_repeats(redundancy, text, found, earlier_texts, earlier_claims, prompt_person(prompt), prompt)
+    return (why or (cut_off_repeats(text, earlier_texts) if cut_off else [])), found
 
 
-def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str) -> tuple[str, list[dict]]:
+def cut_off_repeats(tail: str, earlier_texts: Sequence[str]) -> list[dict]:
+    """Why a sentence the token budget cut off adds nothing ([] when it adds something). Unfinished,
+    it says only what its words say, and often no claim can be read from it ("..., with a father
+    who was a"): it adds nothing when one earlier sentence holds all its content words and
+    negations, and each of its numbers opens one of that sentence's numbers (the "195" of a cut
+    "1950"). Lexical only: what the tail would have gone on to say is unknown."""
+    keys, digits = content_keys(tail), _DIGITS.findall(tail)
+    if not keys and not digits:
+        return []
+    for e in earlier_texts:
+        e_digits = _DIGITS.findall(e)
+        if (keys <= content_keys(e) and negation_count(tail) <= negation_count(e)
+                and all(any(x.startswith(d) for x in e_digits) for d in digits)):
+            return [{"claim": tail, "earlier": e, "why": CUT_OFF}]
+    return []
+
+
+def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str,
+                 cut_off: bool = False) -> tuple[str, list[dict]]:
     """`text` without its sentences that add nothing to the ones before them (claims by `extractor`,
     the rule splitter when None, with the kept text as context), and what was dropped: for methods that write a whole answer
-    at once (Full-VR, A2R, CoVe), where no sentence can be written again."""
+    at once (Full-VR, A2R, CoVe), where no sentence can be written again. `cut_off`: the token
+    budget ended the text, so a last sentence with no end mark is unfinished (`cut_off_repeats`)."""
     from .text import sentence_spans
 
     kept, dropped, texts, claims, last = "", [], [], [], 0
-    for a, b in sentence_spans(text):
+    spans = list(sentence_spans(text))
+    for i, (a, b) in enumerate(spans):
         sentence = text[a:b]
-        why, found = text_repeats(redundancy, extractor, sentence, kept, prompt, texts, claims)
+        unfinished = cut_off and i == len(spans) - 1 and not _ENDED.search(sentence)
+        why, found = text_repeats(redundancy, extractor, sentence, kept, prompt, texts, claims, unfinished)
         if why:
             dropped.append({"sentence": sentence, "repeats": why})
         else:
