@@ -714,6 +714,9 @@ def test_list_items_and_field_lines_are_checked_like_sentences(line, claims):
      ["Marie Curie was the daughter of a teacher who ran a school."]),
     ("Marie Curie was a Polish physicist who won two Nobel prizes.",
      ["Marie Curie was a Polish physicist.", "Marie Curie won two Nobel prizes."]),
+    ("Marie Curie was a 19th-century Polish physicist, a renowned chemist and teacher, who won two Nobel prizes.",
+     ["Marie Curie was a 19th-century Polish physicist, a renowned chemist and teacher.",
+      "Marie Curie won two Nobel prizes."]),
 ])
 def test_the_atomic_splitter_makes_one_claim_per_predicate_noun(sentence, claims):
     from ewe.verify.claims import RuleClaimExtractor

@@ -555,8 +555,16 @@ def _predicate_nouns(pred: str) -> bool:
     who ...", "an actor and bodybuilder who ..."), so the clause says something of the subject; after
     a preposition or a verb ("raised in Warsaw, with a father who was a teacher", "the son of a
     chemist who ...") it speaks of someone else."""
-    items = [i.strip() for i in _LIST_SEP.split(pred)]
-    return all(_noun_phrase(i) and not any(w.lower() in _PREPOSITIONS for w in WORD.findall(i)) for i in items)
+    items = [i.strip() for i in _LIST_SEP.split(pred.rstrip(" ,"))]
+    return all(_predicate_item(i) for i in items)
+
+
+def _predicate_item(item: str) -> bool:
+    """One of the subject's predicate nouns before a "who": a few words ("a 19th-century Arab
+    Muslim leader"), with no verb, relative word or preposition."""
+    words = [w.lower() for w in WORD.findall(item)]
+    return 1 <= len(words) <= 6 and words[0] not in _NOT_NOUN_OPENERS and not any(
+        w in VERBS or w in _RELATIVE_WORDS or w in _PREPOSITIONS for w in words)
 
 
 def _noun_phrase(item: str) -> bool:
