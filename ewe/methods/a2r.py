@@ -219,7 +219,8 @@ class A2R(CheckedMethod):
                     break
                 out, answer = refined
         if drafts and cfg.final == "history":
-            out, answer = self._answer(run, len(drafts), "final", P.final_prompt(prompt, docs, drafts), dec) or (out, answer)
+            from_history = self._answer(run, len(drafts), "final", P.final_prompt(prompt, docs, drafts), dec)
+            out, answer = from_history or (out, answer)
         final = self.assess(run, answer, docs, cut_off=out.finish_reason == "length") if cfg.assess_final else None
         if final is not None:
             run.trace.add("a2r_assess", iteration=len(drafts), **asdict(final), mean=final.mean, final=True)
