@@ -28,11 +28,12 @@ from ..stats import ControlledStats
 from ..verify.claims import prompt_person
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
+from ..verify.text import ends_sentence
 from ..verify.types import SUPPORTED, Evidence
 from .feedback import feedback_messages
 from .rewrites import Attempt, candidate_branch, looks_garbled
 from .schedule import PauseSchedule
-from .sentences import Sentence, SentenceTracker, ends_sentence
+from .sentences import Sentence, SentenceTracker
 from .trace import Trace, check_event
 
 

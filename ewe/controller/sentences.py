@@ -17,12 +17,6 @@ from ..verify.text import sentence_spans
 _MAYBE_BOUNDARY = re.compile(r"[.!?\n…][\"'”’)\]]*\s+\S|\n\s*\S")
 
 
-def ends_sentence(text: str) -> bool:
-    """Text that stops with sentence punctuation (closing quotes allowed): a last sentence the
-    token budget cut right after its end is complete, and is checked like any other."""
-    return bool(re.search(r"[.!?…][\"'”’)\]]*\s*$", text))
-
-
 @dataclass
 class Sentence:
     """Tokens [start, end) of the generated text, and their confidence."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..controller.sentences import ends_sentence
+from ..verify.text import ends_sentence
 from ..engine.actions import Hook
 from ..judge.prefix_model import PrefixJudge
 from ..judge.prefix_scorer import PrefixScorer

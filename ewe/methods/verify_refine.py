@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ..settings import Settings
-from ..controller.sentences import SentenceTracker, ends_sentence
+from ..controller.sentences import SentenceTracker
 from ..controller.trace import Trace, check_event
 from ..engine.actions import Hook, Rewind
 from ..result import GenerationResult
 from ..stats import VerifyRefineStats
 from ..tokens import text_ids
-from ..verify.text import sentence_spans
+from ..verify.text import ends_sentence, sentence_spans
 from . import vr_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
 

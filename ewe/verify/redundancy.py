@@ -38,7 +38,6 @@ ATOMIC_CONTAINED = "an earlier atomic claim holds its content words"
 CUT_OFF = "cut off: an earlier sentence holds all its words"
 _EXACT_GROUP_LIMIT = 16
 _DIGITS = re.compile(r"\d+")
-_ENDED = re.compile(r"[.!?…][\"'”’)\]]*\s*$")
 _BARE_PRONOUN = re.compile(r"(?:It|He|She|They)\s+(?:is|was|are|were|has|had|have|also|later|became|remains)\b")
 
 
@@ -312,13 +311,13 @@ def drop_repeats(redundancy: Redundancy, extractor, text: str, prompt: str,
     the rule splitter when None, with the kept text as context), and what was dropped: for methods that write a whole answer
     at once (Full-VR, A2R, CoVe), where no sentence can be written again. `cut_off`: the token
     budget ended the text, so a last sentence with no end mark is unfinished (`cut_off_repeats`)."""
-    from .text import sentence_spans
+    from .text import ends_sentence, sentence_spans
 
     kept, dropped, texts, claims, last = "", [], [], [], 0
     spans = list(sentence_spans(text))
     for i, (a, b) in enumerate(spans):
         sentence = text[a:b]
-        unfinished = cut_off and i == len(spans) - 1 and not _ENDED.search(sentence)
+        unfinished = cut_off and i == len(spans) - 1 and not ends_sentence(sentence)
         why, found = text_repeats(redundancy, extractor, sentence, kept, prompt, texts, claims, unfinished)
         if why:
             dropped.append({"sentence": sentence, "repeats": why})

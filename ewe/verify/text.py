@@ -26,6 +26,12 @@ def _segmenter():
 _INFO_SEPARATORS = str.maketrans(dict.fromkeys(map(ord, "\x1c\x1d\x1e\x1f"), " "))
 
 
+def ends_sentence(text: str) -> bool:
+    """Text that stops with sentence punctuation (closing quotes allowed): a last sentence the
+    token budget cut right after its end is complete, and is checked like any other."""
+    return bool(re.search(r"[.!?…][\"'”’)\]]*\s*$", text))
+
+
 @functools.lru_cache(maxsize=20000)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each sentence in `text`, trailing whitespace excluded."""
