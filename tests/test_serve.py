@@ -11,8 +11,8 @@ import time
 import httpx
 import openai
 import pytest
-import uvicorn
 from scripted import ScriptedChecker, scripted_model, text_script
+from servers import running
 from tiny import tiny_tokenizer
 
 from ewe import EWE
@@ -41,20 +41,8 @@ def make(script, checker=None, verify="interval", max_new_tokens=120):
 
 @contextlib.contextmanager
 def serving(models, **options):
-    server = uvicorn.Server(uvicorn.Config(create_app(models, **options), host="127.0.0.1", port=0,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with running(create_app(models, **options)) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..argtypes import non_negative_int, positive_int
+from ..argtypes import non_negative_int, positive_float, positive_int
 
 
 def add_serve_command(sub, add_model_options) -> None:
@@ -32,6 +32,13 @@ def add_serve_command(sub, add_model_options) -> None:
                    "and is answered when its own row ends; static: a batch runs until all its rows end (the "
                    "comparison `benchmarks/serve_load.py` was first measured against)")
     s.add_argument("--max-body-bytes", type=positive_int, default=1 << 20, help="larger request bodies get 413")
+    s.add_argument("--header-timeout", type=positive_float, default=10.0,
+                   help="seconds a request's head (request line and headers) may take to arrive; a slower "
+                   "connection is closed (a byte-at-a-time client holds no socket)")
+    s.add_argument("--max-connections-per-client", type=positive_int, default=64,
+                   help="connections one client address may hold open; more are closed at once")
+    s.add_argument("--idle-timeout", type=positive_float, default=5.0,
+                   help="seconds a kept-alive connection may stay idle between requests (uvicorn's keep-alive)")
     add_model_options(s, several_configs=True)
     s.set_defaults(func=cmd_serve)
 
@@ -68,6 +75,7 @@ def cmd_serve(args) -> int:
 
     from ..eval.harness import Loader
     from ..overrides import config_overrides
+    from .connections import guarded_h11
     from .server import create_app
 
     if args.port > 65535:
@@ -83,5 +91,7 @@ def cmd_serve(args) -> int:
     print(f"ewe serve: {', '.join(models)} on http://{args.host}:{args.port}/v1 "
           f"({'API key required' if args.api_key else 'no API key'}; queue {args.max_queue}, {args.batching} "
           f"batches of up to {args.max_batch})", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                http=guarded_h11(args.header_timeout, args.max_connections_per_client),
+                timeout_keep_alive=args.idle_timeout)
     return 0

@@ -8,6 +8,7 @@ in the final chunk and a whole answer, the sentences with their verdicts and evi
 """
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Literal
@@ -16,11 +17,67 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..settings import error_lines
 
-FINISH = {"eos": "stop", "length": "length", "budget": "length"}  # ewe's finish reasons as OpenAI's
-UNSUPPORTED = {  # request fields that would change the answer in ways ewe does not do: refused, never ignored
-    "tools": "tool calls", "functions": "function calls", "logprobs": "log-probabilities in the response",
-    "response_format": "structured output", "logit_bias": "logit biases",
+# ewe's finish reasons as OpenAI's: "length" only when the answer reached max_tokens; an answer that
+# ended because its rewrites spent the decode budget (controller.max_total_tokens) was not cut by the
+# client's limit, and says "budget" in the `ewe` field
+FINISH = {"eos": "stop", "length": "length", "budget": "stop"}
+# OpenAI request fields that would change the answer in ways ewe does not do: refused (400,
+# unsupported_parameter, naming the field) unless they hold their no-op value, never ignored
+UNSUPPORTED = {
+    "tools": ("tool calls", (None, [])), "functions": ("function calls", (None, [])),
+    "tool_choice": ("tool calls", (None, "none")), "function_call": ("function calls", (None, "none")),
+    "logprobs": ("log-probabilities in the response", (None, False)),
+    "top_logprobs": ("log-probabilities in the response", (None, 0)),
+    "response_format": ("structured output", (None, {"type": "text"})), "logit_bias": ("logit biases", (None, {})),
+    "echo": ("echoing the prompt", (None, False)), "suffix": ("a suffix after the completion", (None, "")),
+    "best_of": ("best-of sampling", (None, 1)),
+    "presence_penalty": ("presence penalties", (None, 0, 0.0)),
+    "frequency_penalty": ("frequency penalties", (None, 0, 0.0)),
+    "modalities": ("output modalities other than text", (None, ["text"])), "audio": ("audio output", (None,)),
+    "prediction": ("predicted outputs", (None,)), "web_search_options": ("web search", (None,)),
+    "reasoning_effort": ("reasoning settings", (None,)), "verbosity": ("verbosity settings", (None,)),
 }
+# OpenAI request fields that change nothing in an answer (bookkeeping): accepted
+HARMLESS = {"user", "metadata", "store", "service_tier", "parallel_tool_calls", "safety_identifier",
+            "prompt_cache_key"}
+MAX_JSON_DEPTH = 32  # nesting of arrays and objects in a request body, checked before it is parsed
+
+
+def json_depth(body: bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped), counted up to
+    `limit` + 1, so that a body nested thousands deep is refused without being parsed."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def decode_json(body: bytes):
+    """The request body as JSON, or a 400: nesting beyond MAX_JSON_DEPTH is refused before parsing."""
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise APIError(400, f"the request body nests arrays or objects more than {MAX_JSON_DEPTH} deep",
+                       "invalid_json")
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise APIError(400, f"the request body is not valid JSON: {e}", "invalid_json") from None
 
 
 class APIError(Exception):
@@ -41,13 +98,13 @@ class APIError(Exception):
 class EWEOptions(BaseModel):
     """The request's `ewe` field (OpenAI clients: `extra_body={"ewe": {...}}`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     passages: list[str] | None = Field(None, description="passages for working memory; none: retrieve")
     trace: bool = Field(False, description="return the controller's trace of pauses, checks and rewrites")
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)  # a message's name, tool_call_id, ...: refused below
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[dict] | None = None
 
@@ -61,17 +118,19 @@ class Message(BaseModel):
 
 
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid", strict=True)
     include_usage: bool = False
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="allow")  # OpenAI's other fields (user, metadata, ...) change nothing here
+    # strict: "max_tokens": "10" or true, "stream": "yes" are refused, not coerced; the other fields are
+    # checked by refuse_unsupported: harmless bookkeeping accepted, anything else refused by name
+    model_config = ConfigDict(extra="allow", strict=True)
     model: str | None = None
     max_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = Field(None, gt=0.0, le=1.0)
-    seed: int | None = Field(None, ge=0)
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
     n: int = Field(1, ge=1)
     stop: str | list[str] | None = None
     stream: bool = False
@@ -84,9 +143,16 @@ class _Request(BaseModel):
         if self.stop:
             raise APIError(400, "stop: stop sequences are not supported (ewe's answers end at the model's own end "
                            "or max_tokens)", "unsupported_parameter", "stop")
-        for name, what in UNSUPPORTED.items():
-            if (self.model_extra or {}).get(name) not in (None, False, {"type": "text"}):
-                raise APIError(400, f"{name}: {what} are not supported by ewe", "unsupported_parameter", name)
+        for name, value in (self.model_extra or {}).items():
+            if name in HARMLESS:
+                continue
+            if name not in UNSUPPORTED:
+                raise APIError(400, f"{name}: not a field ewe reads; it is refused rather than ignored",
+                               "unsupported_parameter", name)
+            what, no_op = UNSUPPORTED[name]
+            if not any(value == v and type(value) is type(v) for v in no_op):
+                raise APIError(400, f"{name}: {what} are not supported by ewe (got {json.dumps(value)[:80]})",
+                               "unsupported_parameter", name)
 
     def decoding(self) -> dict:
         return {"max_new_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
@@ -185,9 +251,14 @@ class Shape:
 
 
 def usage(result) -> dict:
-    prompt = int(result.stats.get("prompt_tokens", 0)) if result.stats else 0
-    return {"prompt_tokens": prompt, "completion_tokens": len(result.token_ids),
-            "total_tokens": prompt + len(result.token_ids)}
+    """OpenAI's usage (the answer's tokens as completion_tokens), and in completion_tokens_details
+    what the answer cost: every token decoded for it, and those its rewrites discarded."""
+    stats = result.stats or {}
+    prompt = int(stats.get("prompt_tokens", 0))
+    answer = len(result.token_ids)
+    decoded = int(stats.get("decoded_tokens", answer) or answer)
+    return {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer,
+            "completion_tokens_details": {"decoded_tokens": decoded, "discarded_tokens": max(0, decoded - answer)}}
 
 
 def final_extension(result, trace: bool) -> dict:

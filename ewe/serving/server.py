@@ -13,11 +13,13 @@ import json
 import time
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import InputError
-from .protocol import (FINISH, APIError, ChatRequest, CompletionRequest, Shape, final_extension, parse, retraction,
-                       usage)
+from .protocol import (FINISH, APIError, ChatRequest, CompletionRequest, Shape, decode_json, final_extension, parse,
+                       retraction, usage)
 from .scheduler import END, Failed, Job, QueueFull, Scheduler, Stopped
 from .stream import Finished, Retraction, TextDelta
 
@@ -91,9 +93,25 @@ def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32,
         headers = {"Retry-After": "1"} if e.status in (429, 503) else None
         return JSONResponse(e.body(), status_code=e.status, headers=headers)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, e: StarletteHTTPException):
+        # FastAPI's own answers (no such route, a wrong method) in OpenAI's shape too
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        error = APIError(e.status_code, str(e.detail), codes.get(e.status_code, "invalid_request"))
+        return JSONResponse(error.body(), status_code=e.status_code, headers=getattr(e, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, e: RequestValidationError):
+        return JSONResponse(APIError(400, str(e.errors())[:500], "invalid_request").body(), status_code=400)
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, e: Exception):
+        error = APIError(500, f"internal error ({type(e).__name__}); the request was not answered", "server_error")
+        return JSONResponse(error.body(), status_code=500)
+
     @app.middleware("http")
     async def authorize(request: Request, call_next):
-        if api_key and request.url.path.startswith("/v1/"):
+        if api_key and request.url.path != "/health":  # every route but the health check, /openapi.json too
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
                 e = APIError(401, "a valid API key is needed: Authorization: Bearer <key>", "invalid_api_key")
@@ -115,10 +133,7 @@ def create_app(models: dict, *, api_key: str | None = None, max_queue: int = 32,
              "ewe": {"method": ewe.config.method, "model": ewe.config.model.name}} for name, ewe in models.items()]}
 
     async def answer(request: Request, chat: bool):
-        try:
-            data = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise APIError(400, f"the request body is not valid JSON: {e}", "invalid_json") from None
+        data = decode_json(await request.body())
         req = parse(ChatRequest if chat else CompletionRequest, data)
         name = req.model or default
         if name not in models:
