@@ -78,6 +78,7 @@ setup(
         "gguf>=0.17",
         "accelerate>=1.0",
         "safetensors>=0.4",
+        "peft>=0.21",  # the memory adapter's LoRA (ewe/memory/adapter.py, `ewe train memory`)
         "sentence-transformers>=5.0",
         "faiss-cpu>=1.8",
         "numpy>=1.26",
@@ -94,6 +95,7 @@ setup(
                     "ray": ["ray==2.60.0"]},  # `ewe run --ray`, `ewe eval run --ray`: ewe/ray_pool.py
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
     package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors",
-                          "judge/labelled/*.jsonl"]},
+                          "judge/labelled/*.jsonl",
+                          "memory/adapters/*/*.json", "memory/adapters/*/*.safetensors"]},
     **(_extension_setup() if _extension_requested() else {}),
 )

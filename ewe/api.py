@@ -30,8 +30,9 @@ def _runtime_part(name: str, doc: str) -> property:
 class EWE:
     """A causal LM whose attention reads a working memory (EWE, eq. 1)."""
 
-    def __init__(self, model, tokenizer, config: EWEConfig | None = None, datastore=None, fact_checker=None):
-        self.runtime = Runtime(config or EWEConfig(), model, tokenizer, datastore, fact_checker)
+    def __init__(self, model, tokenizer, config: EWEConfig | None = None, datastore=None, fact_checker=None,
+                 memory_adapter=None):
+        self.runtime = Runtime(config or EWEConfig(), model, tokenizer, datastore, fact_checker, memory_adapter)
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, load_model: bool = True) -> "EWE":

@@ -308,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .judge.cli import add_judge_commands
 
     add_judge_commands(sub)
+    from .training.cli import add_train_commands
+
+    add_train_commands(sub)
     from .retrieval.cli import add_index_commands
 
     add_index_commands(sub)

@@ -31,6 +31,10 @@ class ModelConfig(Settings):
         None, description="the linear layers' weights, for a faster decode step (ewe/ops/quantized_linear.py): "
         "unset: model.dtype; bfloat16; int8: one scale per output channel, CPU only, the compiled kernel "
         "(`make ext`; without it the same weights run dequantized, no faster)")
+    memory_adapter: str = Field(
+        "auto", min_length=1, description='the LoRA adapter that teaches the model to read memory units '
+        '(ewe/memory/adapter.py, `ewe train memory`): "auto", the shipped one for the embedded model and none for '
+        'any other; "none"; or an adapter folder. Refused for a model it was not trained on')
 
     @model_validator(mode="after")
     def _weights_on_cpu(self):

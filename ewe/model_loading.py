@@ -135,13 +135,20 @@ def load_model(name_or_path: str = EMBEDDED, dtype: str | torch.dtype = "float32
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), attn_implementation="sdpa")
     model.to(device).eval()
-    if weights is not None:
-        from .ops.quantized_linear import apply_weight_format
-
-        swapped = apply_weight_format(model, weights)
-        logger.info("model.weights=%s: %d linear layers swapped", weights, swapped)
+    apply_weights(model, weights)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     report = LoadReport(source=path, seconds=time.perf_counter() - start, from_cache=from_cache)
     logger.info("loaded %s in %.1f s (%s)", path, report.seconds, "cache" if from_cache else "first load")
     return model, tokenizer, report
+
+
+def apply_weights(model, weights: str | None):
+    """`model` with its linear layers swapped for config `model.weights` ("bfloat16", "int8"; None
+    keeps them), in place; returned for chaining."""
+    if weights is not None:
+        from .ops.quantized_linear import apply_weight_format
+
+        swapped = apply_weight_format(model, weights)
+        logger.info("model.weights=%s: %d linear layers swapped", weights, swapped)
+    return model

@@ -5,7 +5,9 @@ never loads the generator. Methods receive a Runtime, never the `EWE` facade.
 """
 from __future__ import annotations
 
+import logging
 import time
+from pathlib import Path
 
 import torch
 
@@ -19,6 +21,8 @@ from .result import GenerationResult
 from .retrieval.in_prompt import PASSAGE_FORMATS
 from .stats import PlainStats
 
+logger = logging.getLogger(__name__)
+
 # positions a static KV cache holds beyond prompt + max_new_tokens: a rewrite's or a check's few extra tokens
 STATIC_CACHE_SLACK = 64
 
@@ -26,10 +30,12 @@ STATIC_CACHE_SLACK = 64
 class Runtime:
     """The configuration and its loaded parts; see the module docstring."""
 
-    def __init__(self, config: EWEConfig, model=None, tokenizer=None, datastore=None, fact_checker=None):
+    def __init__(self, config: EWEConfig, model=None, tokenizer=None, datastore=None, fact_checker=None,
+                 memory_adapter=None):
         self.config = config
         self._tokenizer, self._datastore, self._fact_checker = tokenizer, datastore, fact_checker
         self._model = self._encoder = self.load_report = None
+        self._adapter = False  # not resolved yet (None: no adapter)
         self._parts: dict = {}
         mem, ret = config.memory, config.retrieval
         if ret.source is not None and ret.placement == "memory" and ret.top_k > mem.retrieval_units:
@@ -37,6 +43,12 @@ class Runtime:
                 f"retrieval.top_k={ret.top_k} passages do not fit memory.retrieval_units={mem.retrieval_units}"
             )
         if model is not None:
+            # a model handed in is used as it is: with the adapter handed beside it by whoever loaded it
+            # (`shared_parts`), else none
+            if memory_adapter is not None and not memory_adapter.fits_layout(mem.unit_tokens, mem.unit_start_token):
+                raise ConfigError(f"the memory adapter handed in was trained with M={memory_adapter.manifest.get('unit_tokens')}, "
+                                  f"not memory.unit_tokens={mem.unit_tokens} (start token {mem.unit_start_token})")
+            self._adapter = memory_adapter
             self._set_model(model)
 
     # -- the loaded parts, each on first use ----------------------------------------------
@@ -56,13 +68,54 @@ class Runtime:
     def model(self):
         """The generator with EWE's attention registered, loaded on first use."""
         if self._model is None:
-            from .model_loading import load_model
+            from .model_loading import apply_weights, load_model
 
             m = self.config.model
-            model, tokenizer, self.load_report = load_model(m.name, m.dtype, m.device, m.weights)
+            model, tokenizer, self.load_report = load_model(m.name, m.dtype, m.device)
             self._tokenizer = self._tokenizer or tokenizer
-            self._set_model(model)
+            adapter = self.memory_adapter
+            if adapter is not None and adapter.scope == "all":
+                model = adapter.merged_into(model, copy_model=False)
+            elif adapter is not None and m.weights is not None:  # the units' encoder (else made on first
+                # use): a merged copy, made before the weights are swapped
+                adapter.prepare_unit_model(model, lambda copy: apply_weights(copy, m.weights))
+            self._set_model(apply_weights(model, m.weights))
         return self._model
+
+    @property
+    def memory_adapter(self):
+        """The memory adapter model.memory_adapter names (checked against the model), or None."""
+        if self._adapter is False:
+            from .memory.adapter import resolve_adapter
+            from .model_loading import resolve
+
+            m, mem = self.config.model, self.config.memory
+            adapter = resolve_adapter(m.memory_adapter, m.name)
+            if adapter is not None and m.memory_adapter == "auto" and not adapter.fits_layout(mem.unit_tokens,
+                                                                                          mem.unit_start_token):
+                logger.warning("model.memory_adapter auto: the shipped adapter was trained with M=%s, start token %s, "
+                               "not this configuration's M=%s, start token %s: memory units are read by the base "
+                               "model", adapter.manifest.get("unit_tokens"), adapter.manifest.get("start_token"),
+                               mem.unit_tokens, mem.unit_start_token)
+                adapter = None
+            if adapter is not None:
+                adapter.check(Path(resolve(m.name)), mem.unit_tokens, mem.unit_start_token)
+            self._adapter = adapter
+        return self._adapter
+
+    def shared_parts(self) -> dict:
+        """The loaded generator and what goes with it, for another Runtime (or EWE) of a configuration
+        with the same model section to share: Runtime(config, **runtime.shared_parts(), ...)."""
+        return {"model": self.model, "tokenizer": self.tokenizer, "memory_adapter": self.memory_adapter}
+
+    @property
+    def unit_model(self):
+        """The model that encodes memory units: the generator, or its adapted copy (a "units" adapter)."""
+        model = self.model
+        adapter = self.memory_adapter
+        if adapter is None or adapter.scope == "all":
+            return model
+        return adapter.unit_model(model)
 
     @property
     def tokenizer(self):
@@ -78,7 +131,7 @@ class Runtime:
         """Encodes passages into memory units (one KV cache each), with its LRU of encoded units."""
         if self._encoder is None:
             mem = self.config.memory
-            self._encoder = UnitEncoder(self.model, self.tokenizer, mem.unit_tokens, mem.unit_start_token,
+            self._encoder = UnitEncoder(self.unit_model, self.tokenizer, mem.unit_tokens, mem.unit_start_token,
                                         mem.encoder_cache_units)
         return self._encoder
 

@@ -46,7 +46,7 @@ def show(label: str, r) -> None:
 def variant(**overrides) -> EWE:
     """The same model and datastore under another configuration."""
     cfg = EWEConfig.build(ewe.config.model_dump(), **overrides)
-    return EWE(ewe.model, ewe.tokenizer, cfg, datastore=ewe.datastore)
+    return EWE(ewe.model, ewe.tokenizer, cfg, datastore=ewe.datastore, memory_adapter=ewe.runtime.memory_adapter)
 
 
 off = {"controller.retrieval_trigger": "never", "controller.verify_trigger": "never"}

@@ -26,6 +26,7 @@ METHODS = {  # name -> (config file, overrides)
     "ewe-paper": ("ewe-paper.yaml", {}),
     "ewe-rewrite": ("ewe-rewrite.yaml", {}),
     "ewe": ("ewe.yaml", {}),
+    "ewe-memory-loop": ("ewe-memory-loop.yaml", {}),
     "flare": ("flare.yaml", {}),
     "streaming-vr": ("streaming-vr.yaml", {}),
     "full-vr": ("full-vr.yaml", {}),
@@ -58,7 +59,9 @@ def run_all(methods=None) -> list[dict]:
         settings = {"decoding.max_new_tokens": MAX_NEW_TOKENS, "decoding.temperature": 0.0,
                     "model.attention_impl": "fused", **overrides}
         cfg = EWEConfig.from_yaml(str(ROOT / "configs" / file), **settings)
-        ewe = EWE(base.model, base.tokenizer, cfg)
+        # as shipped: memory units read through the embedded model's adapter unless a config turns it off
+        adapter = base.runtime.memory_adapter if cfg.model.memory_adapter == "auto" else None
+        ewe = EWE(base.model, base.tokenizer, cfg, memory_adapter=adapter)
         for prompt in PROMPTS:
             result = ewe.generate(prompt)
             rows.append({"method": name, **_untimed(result.to_dict())})

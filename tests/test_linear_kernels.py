@@ -403,11 +403,12 @@ def test_config_weights_reach_the_model_loader(monkeypatch):
 
     seen = []
 
-    def fake_load(name, dtype, device, weights=None):
-        seen.append(weights)
+    def fake_apply(model, weights):
+        seen.append((model, weights))
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(model_loading, "load_model", fake_load)
+    monkeypatch.setattr(model_loading, "load_model", lambda name, dtype, device: ("the model", None, None))
+    monkeypatch.setattr(model_loading, "apply_weights", fake_apply)
     with pytest.raises(RuntimeError, match="stop here"):
-        Runtime(EWEConfig.build({}, **{"model.weights": "int8"})).model
-    assert seen == ["int8"]
+        Runtime(EWEConfig.build({}, **{"model.weights": "int8", "model.memory_adapter": "none"})).model
+    assert seen == [("the model", "int8")]

@@ -129,3 +129,29 @@ def test_controller_checks_with_the_trained_judge_and_the_embedded_datastore(ewe
     # the wall time's measured parts cover it: what no part measured (the controller's bookkeeping) is
     # under 5% of it (issue 31)
     assert 0 <= r.stats["other_s"] <= 0.05 * r.stats["total_s"], r.stats
+
+
+def test_the_shipped_memory_adapter_reads_units_nearly_as_well_as_the_prompt():
+    """Held-out titles (never trained on): the memory adapter narrows the gap between a passage read
+    as a memory unit and the same passage in the prompt, and leaves the generator's weights alone."""
+    from ewe.data.wiki import summaries
+    from ewe.training.memory_data import titles_of
+    from ewe.verify.text import split_sentences
+
+    adapted = EWE.from_config()  # model.memory_adapter: auto
+    plain = EWE.from_config(**{"model.memory_adapter": "none"})
+    assert adapted.runtime.memory_adapter is not None, "no memory adapter shipped for the embedded model"
+    assert adapted.runtime.memory_adapter.scope == "units"
+    for p, q in zip(plain.model.parameters(), adapted.model.parameters()):
+        assert torch.equal(p, q)
+    titles = [t for t in titles_of("held_out") if len(split_sentences(summaries()[t]["extract"])) >= 3][:4]
+    gaps = {"adapter": [], "base": []}
+    for title in titles:
+        text = passage(title)
+        target = split_sentences(summaries()[title]["extract"])[1]
+        question = f"Tell me about {title}."
+        in_prompt = _nll(plain, plain.prompt_with_passages(question, [text]), target, None)
+        gaps["base"].append(_nll(plain, question, target, [text]) - in_prompt)
+        gaps["adapter"].append(_nll(adapted, question, target, [text]) - in_prompt)
+    mean = {k: sum(v) / len(v) for k, v in gaps.items()}
+    assert mean["adapter"] < mean["base"] - 0.2 and mean["adapter"] < 0.3, mean

@@ -65,8 +65,9 @@ def methods(ewe) -> dict[str, object]:
                                   "controller.verify_trigger": "never"})
     memory_only = EWEConfig.build(base, **{"controller.retrieval_trigger": "never", "controller.verify_trigger": "never"})
     return {
-        "ra": EWE(ewe.model, ewe.tokenizer, ra, datastore=ewe.datastore),
-        "memory_only": EWE(ewe.model, ewe.tokenizer, memory_only, datastore=ewe.datastore),
+        "ra": EWE(ewe.model, ewe.tokenizer, ra, datastore=ewe.datastore, memory_adapter=ewe.runtime.memory_adapter),
+        "memory_only": EWE(ewe.model, ewe.tokenizer, memory_only, datastore=ewe.datastore,
+                           memory_adapter=ewe.runtime.memory_adapter),
         "ewe": ewe,
     }
 
@@ -85,7 +86,9 @@ def configured(paths: list[str], args, load_ewe) -> dict[str, object]:
         while name in out:
             name += "'"
         cfg = EWEConfig.from_yaml(path, **config_overrides(args))
-        same = next((e for e in out.values() if e.config.model == cfg.model), None)
+        same = next((e for e in out.values() if e.config.model == cfg.model
+                     and e.config.memory.unit_tokens == cfg.memory.unit_tokens
+                     and e.config.memory.unit_start_token == cfg.memory.unit_start_token), None)
         if same is None:
             out[name] = load_ewe(Namespace(**{**vars(args), "config": path}))
             continue
@@ -93,7 +96,7 @@ def configured(paths: list[str], args, load_ewe) -> dict[str, object]:
         checker = (same.fact_checker(need_evidence=False)
                    if share and same.config.checker == cfg.checker else None)
         out[name] = EWE(same.model, same.tokenizer, cfg, datastore=same.datastore if share else None,
-                        fact_checker=checker)
+                        fact_checker=checker, memory_adapter=same.runtime.memory_adapter)
     return out
 
 

@@ -44,8 +44,8 @@ def method_name(method: str) -> str:
 def _keys(config: EWEConfig) -> tuple[tuple, tuple]:
     """What loading the model depends on (the attention kernel is chosen per call, not at load),
     and what loading the datastore depends on."""
-    m = config.model
-    model_key = (m.name, m.dtype, m.device)
+    m, mem = config.model, config.memory
+    model_key = (m.name, m.dtype, m.device, m.weights, m.memory_adapter, mem.unit_tokens, mem.unit_start_token)
     return model_key, (model_key, config.retrieval.source, config.memory.unit_tokens)
 
 
@@ -64,8 +64,8 @@ class Loader:
         for earlier in self.given:
             self.remember(earlier)
         key, ds_key = _keys(config)
-        model, tokenizer = self.models.get(key, (None, None))
-        runtime = Runtime(config, model, tokenizer, datastore=self.datastores.get(ds_key))
+        model, tokenizer, adapter = self.models.get(key, (None, None, None))
+        runtime = Runtime(config, model, tokenizer, datastore=self.datastores.get(ds_key), memory_adapter=adapter)
         self.given.append(runtime)
         return runtime
 
@@ -73,7 +73,7 @@ class Loader:
         """Keep what `runtime` has loaded for the Runtimes that come next."""
         key, ds_key = _keys(runtime.config)
         if runtime.loaded:
-            self.models[key] = (runtime.model, runtime.tokenizer)
+            self.models[key] = (runtime.model, runtime.tokenizer, runtime.memory_adapter)
         if runtime.datastore_loaded:
             self.datastores[ds_key] = runtime.datastore
 

@@ -22,7 +22,8 @@ from typing import Callable, Optional
 import torch
 from tqdm import tqdm
 
-from ..files import atomic_write, write_json
+from ..files import write_json
+from ..training.checkpoint import Checkpoint
 from .data import model_written_apart, read
 from .metrics import binary_report
 from .model import LABELS, JudgeModel, JudgeSpec, base_fingerprint, load_tokenizer
@@ -204,21 +205,13 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
     label_id = {lab: i for i, lab in enumerate(LABELS)}
 
     step = 0
-    ck_json, ck_tensors = out_dir / "checkpoint.json", out_dir / "checkpoint.safetensors"
-    if ck_json.is_file() and ck_tensors.is_file():
-        meta = json.loads(ck_json.read_text())
-        if _training_part(meta.get("settings") or {}) == _training_part(settings):
-            tensors = load_file(str(ck_tensors))
-            model.load_trained_state({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-            _load_optimizer(opt, tensors, meta["optimizer"])
-            sched.load_state_dict(meta["scheduler"])
-            for group, lr in zip(opt.param_groups, sched.get_last_lr()):
-                group["lr"] = lr  # the scheduler sets it only at its next step
-            torch.set_rng_state(tensors["rng"])
-            step = meta["step"]
-            print(f"resuming from step {step} of {total} ({ck_json})")
-        else:
-            print(f"{ck_json} was written with other settings or data: starting over")
+    checkpoint = Checkpoint(out_dir)
+    resumed = checkpoint.resume(lambda s: _training_part(s) == _training_part(settings), opt, sched)
+    if resumed is not None:
+        trained, meta = resumed
+        model.load_trained_state(trained)
+        step = meta["step"]
+        print(f"resuming from step {step} of {total} ({checkpoint.json})")
 
     t0 = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc="training", unit="step", disable=not progress)
@@ -240,13 +233,7 @@ def train(data_dir: Path, out_dir: Path, cfg: TrainConfig, progress: bool = True
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}", epoch=epoch)
         if step % cfg.checkpoint_every == 0 or step == total:
-            tensors = {f"model.{k}": v for k, v in model.trained_state().items()}
-            opt_meta = _optimizer_tensors(opt, tensors)
-            tensors["rng"] = torch.get_rng_state()
-            save_file(tensors, str(ck_tensors) + ".tmp")
-            Path(str(ck_tensors) + ".tmp").replace(ck_tensors)
-            write_json(ck_json, {"settings": settings, "step": step, "optimizer": opt_meta,
-                                 "scheduler": sched.state_dict()})
+            checkpoint.save(model.trained_state(), opt, sched, {"settings": settings, "step": step})
         if on_step is not None:
             on_step(step)
     bar.close()
@@ -289,28 +276,3 @@ def _start_from(model: JudgeModel, cfg: TrainConfig) -> str:
 
 def _training_part(settings: dict) -> dict:
     return {k: v for k, v in settings.items() if k not in _NOT_TRAINING}
-
-
-def _optimizer_tensors(opt: torch.optim.Optimizer, into: dict) -> dict:
-    """AdamW's moments into `into` (as opt.<param>.<name>); the scalars returned for JSON."""
-    meta = {}
-    for gi, group in enumerate(opt.param_groups):
-        for pi, p in enumerate(group["params"]):
-            st = opt.state.get(p, {})
-            for name, v in st.items():
-                key = f"opt.{gi}.{pi}.{name}"
-                if torch.is_tensor(v) and v.dim() > 0:
-                    into[key] = v.contiguous()
-                else:
-                    meta[key] = float(v)
-    return meta
-
-
-def _load_optimizer(opt: torch.optim.Optimizer, tensors: dict, meta: dict) -> None:
-    for gi, group in enumerate(opt.param_groups):
-        for pi, p in enumerate(group["params"]):
-            prefix = f"opt.{gi}.{pi}."
-            st = {k[len(prefix):]: v.clone() for k, v in tensors.items() if k.startswith(prefix)}
-            st.update({k[len(prefix):]: torch.tensor(v) for k, v in meta.items() if k.startswith(prefix)})
-            if st:
-                opt.state[p] = st

@@ -53,12 +53,13 @@ class UnitEncoder:
         """Encoded units kept for reuse (at most `cache_units`)."""
         return len(self._cache)
 
-    def tokenize(self, text: str) -> tuple[list[int], bool]:
+    def tokenize(self, text: str, warn: bool = True) -> tuple[list[int], bool]:
+        """The unit's token ids (start token first, at most M) and whether the text was cut."""
         ids = text_ids(self.tokenizer, text)
         if self.start_token:
             ids = [self.tokenizer.bos_token_id] + ids
         truncated = len(ids) > self.unit_tokens
-        if truncated:
+        if truncated and warn:
             warnings.warn(
                 f"passage of {len(ids)} tokens truncated to unit_tokens={self.unit_tokens}: "
                 f"{text[:60]!r}...",
@@ -101,18 +102,7 @@ class UnitEncoder:
         lengths = [len(ids) for ids, _ in tokenized]
         # Always M wide: a unit's keys must not depend on which passages shared its batch (a wider
         # batch shifts their last bits, and results would depend on the order prompts ran in).
-        width = self.unit_tokens
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        device = next(self.model.parameters()).device
-        input_ids = torch.full((len(items), width), pad, dtype=torch.long, device=device)
-        for row, (ids, _) in enumerate(tokenized):
-            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        positions = torch.arange(width, device=device).unsqueeze(0).expand(len(items), -1)
-        cache = DynamicCache(config=self.model.config)
-        # The decoder alone: a unit needs every layer's keys and values, never logits.
-        self.model.base_model(input_ids=input_ids, position_ids=positions, past_key_values=cache, use_cache=True)
-        keys = torch.stack([layer.keys for layer in cache.layers], dim=1)  # [U, n_layers, Hkv, width, D]
-        values = torch.stack([layer.values for layer in cache.layers], dim=1)
+        keys, values = unit_states(self.model, [ids for ids, _ in tokenized], self.unit_tokens, self.tokenizer.pad_token_id)
         self.stats.encoded += len(items)
         self.stats.batches += 1
         units = []
@@ -130,3 +120,24 @@ class UnitEncoder:
                 )
             )
         return units
+
+
+def unit_states(model, rows: list[list[int]], width: int, pad_id: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every layer's keys and values of each row encoded on its own, at positions 0..width-1.
+
+    rows: token ids of each unit (at most `width`), right-padded to `width`. Returns keys and
+    values [U, n_layers, Hkv, width, D]; a unit's real tokens are its first len(row) positions.
+    Inference calls it under inference_mode; `ewe train memory` calls it with gradients, so the
+    adapter is trained on units encoded exactly as inference encodes them.
+    """
+    device = next(model.parameters()).device
+    input_ids = torch.full((len(rows), width), pad_id if pad_id is not None else 0, dtype=torch.long, device=device)
+    for row, ids in enumerate(rows):
+        input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    positions = torch.arange(width, device=device).unsqueeze(0).expand(len(rows), -1)
+    cache = DynamicCache(config=model.config)
+    # The decoder alone: a unit needs every layer's keys and values, never logits.
+    model.base_model(input_ids=input_ids, position_ids=positions, past_key_values=cache, use_cache=True)
+    keys = torch.stack([layer.keys for layer in cache.layers], dim=1)
+    values = torch.stack([layer.values for layer in cache.layers], dim=1)
+    return keys, values
