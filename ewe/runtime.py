@@ -44,7 +44,7 @@ class Runtime:
             )
         if model is not None:
             # a model handed in is used as it is: with the adapter handed beside it by whoever loaded it
-            # (`shared_parts`), else none
+            # (runtime.memory_adapter of the Runtime that did), else none
             if memory_adapter is not None and not memory_adapter.fits_layout(mem.unit_tokens, mem.unit_start_token):
                 raise ConfigError(f"the memory adapter handed in was trained with M={memory_adapter.manifest.get('unit_tokens')}, "
                                   f"not memory.unit_tokens={mem.unit_tokens} (start token {mem.unit_start_token})")
@@ -102,11 +102,6 @@ class Runtime:
                 adapter.check(Path(resolve(m.name)), mem.unit_tokens, mem.unit_start_token)
             self._adapter = adapter
         return self._adapter
-
-    def shared_parts(self) -> dict:
-        """The loaded generator and what goes with it, for another Runtime (or EWE) of a configuration
-        with the same model section to share: Runtime(config, **runtime.shared_parts(), ...)."""
-        return {"model": self.model, "tokenizer": self.tokenizer, "memory_adapter": self.memory_adapter}
 
     @property
     def unit_model(self):
