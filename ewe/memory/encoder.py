@@ -53,13 +53,11 @@ class UnitEncoder:
         """Encoded units kept for reuse (at most `cache_units`)."""
         return len(self._cache)
 
-    def tokenize(self, text: str, warn: bool = True) -> tuple[list[int], bool]:
+    def tokenize(self, text: str) -> tuple[list[int], bool]:
         """The unit's token ids (start token first, at most M) and whether the text was cut."""
-        ids = text_ids(self.tokenizer, text)
-        if self.start_token:
-            ids = [self.tokenizer.bos_token_id] + ids
+        ids = unit_token_ids(self.tokenizer, text, None, self.start_token)
         truncated = len(ids) > self.unit_tokens
-        if truncated and warn:
+        if truncated:
             warnings.warn(
                 f"passage of {len(ids)} tokens truncated to unit_tokens={self.unit_tokens}: "
                 f"{text[:60]!r}...",
@@ -120,6 +118,15 @@ class UnitEncoder:
                 )
             )
         return units
+
+
+def unit_token_ids(tokenizer, text: str, unit_tokens: int | None, start_token: bool) -> list[int]:
+    """A passage's ids as a unit holds them: the start token first (if asked), at most `unit_tokens`
+    (None: all of them, for the encoder to say what it cut)."""
+    ids = text_ids(tokenizer, text)
+    if start_token:
+        ids = [tokenizer.bos_token_id] + ids
+    return ids if unit_tokens is None else ids[:unit_tokens]
 
 
 def unit_states(model, rows: list[list[int]], width: int, pad_id: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:

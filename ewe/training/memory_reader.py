@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from ..files import write_json, write_jsonl
 from ..memory.adapter import MANIFEST, SCOPES, weights_fingerprint
-from ..memory.encoder import unit_states
+from ..memory.encoder import unit_states, unit_token_ids
 from ..memory.units import MemoryUnit
 from ..memory.working_memory import MemoryState
 from ..retrieval.in_prompt import PASSAGE_FORMATS
@@ -108,10 +108,7 @@ class Batch:
 
 def unit_ids(tokenizer, text: str, cfg: MemoryTrainConfig) -> list[int]:
     """A passage's unit tokens as UnitEncoder.tokenize makes them (start token, cut at M)."""
-    ids = text_ids(tokenizer, text)
-    if cfg.start_token:
-        ids = [tokenizer.bos_token_id] + ids
-    return ids[: cfg.unit_tokens]
+    return unit_token_ids(tokenizer, text, cfg.unit_tokens, cfg.start_token)
 
 
 def covered_chars(tokenizer, cfg: MemoryTrainConfig) -> Callable[[str], int]:
