@@ -51,6 +51,9 @@ class MemoryConfig(Settings):
     # start token the summary's own sentence is more likely in 18 of 24 cases (mean NLL 1.625
     # vs 1.665 nats/token; no memory 3.531), so no attention-sink harm shows here.
     unit_start_token: bool = Field(True, description="begin every unit with the BOS token")
+    unit_text: Literal["passage", "body"] = Field(
+        "passage", description='what a unit holds of a passage: "passage" as retrieved ("Title (description): '
+                               'text"), "body" its text without the head (ewe/retrieval/in_prompt.py UNIT_TEXTS)')
     temperature: float = Field(1.0, gt=0.0, le=4.0, description="APE's T: memory logits divided by T, and the "
                                "memory log-sum-exp multiplied by T * lse_scale before the merge (1: eq. 1)")
     lse_scale: float = Field(1.0, gt=0.0, le=4.0, description="APE's S (1: eq. 1)")
@@ -129,6 +132,12 @@ class CheckerConfig(Settings):
         "supported claim, and ends the answer where a repeat cannot be replaced by anything new (a shorter true "
         "answer beats a padded one); Streaming-VR ends the answer before a repeat; Full-VR, A2R and CoVe drop "
         "the repeated sentences of the answer they return"
+    )
+    reject_degenerate: bool = Field(
+        True, description="EWE's loop: a sentence that is no answer fails its check whatever its claims "
+        "(ewe/verify/degenerate.py; trace reasons 'loop': it repeats a clause of its own, 'meta': it talks to "
+        "the user or about the answer, 'garbled': fused or tripled words, or another language than the "
+        "prompt's), and no candidate rewrite of that kind is kept"
     )
     judge_threshold: Optional[float] = Field(
         None, gt=0, lt=1, description="judge: P(supported) above which a claim is supported; null: the judge's "

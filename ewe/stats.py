@@ -74,11 +74,13 @@ class ControlledStats(_Stats):
     backtracks: int
     rejected_sentences: int  # answer positions whose sentence failed a check (dropped ones included)
     repeats_rejected: int  # checks failed because the sentence added no claim beyond the answer so far
+    degenerate_rejected: dict  # reason (loop, meta, garbled) -> checks failed because the sentence is no answer
     rewritten_supported: int  # of those, the ones whose final sentence's claims were all supported
     rewritten_claimless: int  # of those, the ones whose final sentence passed only by holding no checkable claim
     candidates_decoded: int  # candidate rewrites decoded (rewrite_candidates > 1 or feedback in the prompt)
     candidates_judged: int  # of those, the ones judged (repeats of an earlier attempt are not)
     candidate_tokens: int  # tokens decoded for candidates, all rows
+    rewrite_budget_hit: bool  # candidate rewrites spent controller.rewrite_budget: later failures got none
     memory_units: int
     memory_bytes: int
     retrieve_s: float

@@ -246,7 +246,8 @@ def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
 
 
 def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
-    from ewe.controller.controlled_run import ControlledRows, RowRequest, answer_loop, memory_offset
+    from ewe.controller.controlled_run import answer_loop, memory_offset
+    from ewe.controller.rows import ControlledRows, RowRequest
 
     ewe = controlled(True)
     rt = ewe.runtime
@@ -270,7 +271,8 @@ def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
 
 @pytest.mark.parametrize("controller", [{}, {"rewrite_candidates": 3, "max_retries": 1}])
 def test_controlled_rows_joining_as_rows_free_up_answer_as_one_by_one(controller):
-    from ewe.controller.controlled_run import ControlledRun, run_rows
+    from ewe.controller.controlled_run import ControlledRun
+    from ewe.controller.rows import run_rows
 
     prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
                "Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]

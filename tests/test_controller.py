@@ -473,7 +473,7 @@ def test_trace_is_json_and_renders():
 
 
 def test_the_trace_says_why_a_supported_candidate_was_not_kept():
-    cand = {"unsupported": 0, "garbled": False, "mean_logprob": -1.0}
+    cand = {"unsupported": 0, "degenerate": None, "mean_logprob": -1.0}
     event = {"type": "candidates", "step": 40, "round": 1, "decoded": 3, "placement": "prompt", "chosen": None,
              "candidates": [{**cand, "text": "She was a chemist.", "verdict": "supported", "new_supported": 0},
                             {**cand, "text": "She was born in 1867.", "verdict": "supported", "new_supported": None},
@@ -487,8 +487,9 @@ def test_the_trace_says_why_a_supported_candidate_was_not_kept():
 
 
 def test_controller_with_an_all_supporting_checker_decodes_like_the_plain_loop():
+    # a random model's text is no answer (verify/degenerate.py): only the checker's verdicts are under test
     cfg = EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None},
-                           "decoding": {"max_new_tokens": 40}})
+                           "decoding": {"max_new_tokens": 40}, "checker": {"reject_degenerate": False}})
     plain = tiny_ewe(cfg).generate(PROMPT, passages=["Marie Curie was a physicist."])
     ctl_cfg = EWEConfig.build(cfg.model_dump(), **{"controller.verify_trigger": "interval", "controller.verify_interval": 1})
     ewe = tiny_ewe(ctl_cfg)
@@ -806,3 +807,57 @@ def test_every_event_a_method_traces_is_registered_and_rendered():
     assert added <= set(trace.EVENT_TYPES)
     source = Path(trace.__file__).read_text()
     assert [t for t in added if f'kind == "{t}"' not in source] == []
+
+
+# -- sentences that are no answer (issue 56) ------------------------------------------------
+
+META_SENTENCE = "I hope you enjoy this bio."
+
+
+def test_a_sentence_that_talks_to_the_user_fails_its_check_whatever_its_claims():
+    checker = ScriptedChecker(false=set())  # every claim supported
+    r = make(text_script(fixed(f"{A} {META_SENTENCE} {C}")), checker, on_retries_exhausted="drop").generate(PROMPT)
+    failed = [e for e in events(r, "check") if e.get("reason") == "meta"]
+    assert failed and failed[0]["needs_rewrite"]
+    assert META_SENTENCE not in r.text and A in r.text
+    assert set(r.stats["degenerate_rejected"]) == {"meta"}
+
+
+def test_degenerate_sentences_are_kept_when_the_setting_is_off():
+    checker = ScriptedChecker(false=set())
+    r = make(text_script(fixed(f"{A} {META_SENTENCE} {C}")), checker,
+             checker_section={"reject_degenerate": False}).generate(PROMPT)
+    assert META_SENTENCE in r.text and r.stats["degenerate_rejected"] == {}
+
+
+def test_an_unfinished_last_sentence_that_loops_is_dropped():
+    looping = "She was a poet, poet, poet, poet, poet, poet"
+    r = make(text_script(fixed(f"{A} {looping}")), ScriptedChecker(false=set()), max_new_tokens=36).generate(PROMPT)
+    assert r.text.strip() == A
+    [drop] = events(r, "degenerate_dropped")
+    assert drop["reason"] == "garbled" and drop["cut_off"]
+
+
+class OnlyTrue(ScriptedChecker):
+    """Judges every sentence but `true` unsupported: every candidate fails, so rounds go on."""
+
+    def __init__(self, true: str):
+        super().__init__(false=set())
+        self.true = true
+
+    def check_sentence(self, sentence, context=None, prompt=None, evidence=None):
+        self.false = {sentence} if sentence != self.true else set()
+        return super().check_sentence(sentence, context, prompt, evidence)
+
+
+def test_candidate_rewrites_stop_when_their_budget_is_spent():
+    kw = dict(rewrite_candidates=4, max_retries=3, on_retries_exhausted="drop")
+    script = text_script(fixed(f"{A} {B_WRONG} {C}"), unsure=(B_WRONG,), unsure_prob=0.3)  # candidates differ
+    free = make(script, OnlyTrue(A), rewrite_budget=None, **kw).generate(PROMPT)
+    capped = make(script, OnlyTrue(A), rewrite_budget=0.01, **kw).generate(PROMPT)
+    assert not free.stats["rewrite_budget_hit"] and len({e["round"] for e in events(free, "candidates")}) > 1
+    # the cap (1 token at 120 new tokens) is spent by the first round: no second round, and the trace says so
+    assert capped.stats["rewrite_budget_hit"] and {e["round"] for e in events(capped, "candidates")} == {1}
+    assert capped.stats["candidate_tokens"] < free.stats["candidate_tokens"]
+    [spent] = events(capped, "rewrite_budget")
+    assert spent["budget"] == 1 and spent["spent"] == capped.stats["candidate_tokens"]

@@ -134,6 +134,15 @@ def test_plots_are_pngs(runs, tmp_path):
     assert not list((tmp_path / "out").glob(".*"))  # no temporary files left behind
 
 
+def test_a_sweep_over_choices_is_charted(runs, tmp_path):
+    """A swept option that is a choice (memory.unit_text=passage,body) gets categorical ticks."""
+    summaries, sweeps = runs
+    for p, value in zip(sweeps, ["passage", "body"] * len(sweeps)):
+        p.update(param="memory.unit_text", value=value)
+    paths = write_report(summaries, tmp_path / "out", sweeps=sweeps)
+    assert paths["sweep_memory_unit_text.png"].read_bytes()[:8] == PNG_MAGIC
+
+
 def test_html_escapes_model_output(runs, tmp_path):
     summaries, sweeps = runs
     html = write_report(summaries, tmp_path / "out", sweeps=sweeps)["index.html"].read_text()
@@ -248,6 +257,7 @@ def test_summary_missing_key_is_named(runs, tmp_path):
     (lambda s, sw, p: s.append(dict(s[0])), r"method 'ewe' on dataset 'bios' appears twice"),
     (lambda s, sw, p: s.clear(), r"summaries is empty"),
     (lambda s, sw, p: sw[3].pop("value"), r"sweep point 3: missing key\(s\) value"),
+    (lambda s, sw, p: sw[1].update(value=None), r"sweep point 1: value must be a number, a string or a boolean"),
     (lambda s, sw, p: p.write_text(p.read_text() + "{not json\n"), r"ewe\.jsonl:4: not JSON"),
     (lambda s, sw, p: p.write_text(p.read_text().replace('"unsupported"', '"maybe"', 1)),
      r"ewe\.jsonl:1, sentence 1, claim 0: label 'maybe' is not one of"),

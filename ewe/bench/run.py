@@ -22,6 +22,7 @@ over the prompts). The ratios, each from this run:
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -104,6 +105,8 @@ def _row(result: dict, seconds: float) -> dict:
     s = result["stats"]
     parts = time_parts(s)
     return {"seconds": seconds, "new_tokens": s["new_tokens"], "decoded_tokens": s.get("decoded_tokens", s["new_tokens"]),
+            # every token the model sampled for this answer: its own (discarded ones too) and its candidates'
+            "all_decoded": s.get("decoded_tokens", s["new_tokens"]) + s.get("candidate_tokens", 0),
             "backtracks": s.get("backtracks", 0), "checks": s.get("checks", 0),
             "pauses": s.get("pauses_retrieval", 0) + s.get("pauses_verification", 0),
             "prompt_tokens": s["prompt_tokens"], "total_s": s.get("total_s"), "parts_s": parts,
@@ -175,6 +178,7 @@ def run_bench(ewe, prompts: list[str] | list[dict], include_memory_only: bool = 
                                                                "pauses", "prompt_tokens")},
             "s_per_decoded_token": statistics.median(x["seconds"] / max(1, x["decoded_tokens"]) for x in xs),
             "time_parts": _mean_parts(xs),
+            "tail": tail([x["seconds"] for x in xs], [x["all_decoded"] for x in xs]),
         }
     base_per_token = summary[baseline]["s_per_decoded_token"]
     for x in summary.values():
@@ -186,6 +190,19 @@ def run_bench(ewe, prompts: list[str] | list[dict], include_memory_only: bool = 
     return {"prompts": len(rows_in), "max_new_tokens": runners[names[-1]].config.decoding.max_new_tokens,
             "baseline": baseline, "rows": rows, "summary": summary, "target": target,
             "timed_now": len(todo)}
+
+
+def tail(seconds: list[float], decoded: list[int]) -> dict:
+    """How far the slowest prompts are from the typical one (issue 56: one answer's rewrites once
+    cost 17x the median): seconds and tokens sampled per prompt (candidates included), median,
+    p95 and max, and the mean over the median."""
+    def spread(xs):
+        xs = sorted(xs)
+        med = statistics.median(xs)
+        p95 = xs[min(len(xs) - 1, math.ceil(0.95 * len(xs)) - 1)]
+        return {"median": med, "p95": p95, "max": xs[-1], "mean_over_median": statistics.mean(xs) / med if med else None,
+                "max_over_median": xs[-1] / med if med else None}
+    return {"seconds": spread(seconds), "decoded": spread(decoded)}
 
 
 def _timed_row(record: dict, out: Path | None, name: str) -> dict:
@@ -226,6 +243,10 @@ def run_run_bench(args, load_ewe) -> int:
     return 0
 
 
+def _ratio(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}x"
+
+
 def print_report(report: dict) -> None:
     s, base = report["summary"], report["baseline"]
     vs = "vs RA" if base == "ra" else "vs 1st"
@@ -245,6 +266,13 @@ def print_report(report: dict) -> None:
         print(f"{name:<{width}}{x['median_s']:>9.2f}{x['vs_ra']:>8.2f}{x['prompt_tokens']:>11.0f}{x['new_tokens']:>9.1f}"
               f"{x['decoded_tokens']:>9.1f}{x['pauses']:>8.1f}{x['checks']:>8.1f}{x['backtracks']:>8.1f}"
               f"{1e3 * x['s_per_decoded_token']:>11.1f}{x['per_token_vs_ra']:>12.2f}")
+    print("the tail, per prompt: seconds and tokens sampled (candidates included): median / p95 / max "
+          "(mean over median; max over median)")
+    for name, x in s.items():
+        sec, dec = x["tail"]["seconds"], x["tail"]["decoded"]
+        print(f"  {name}: {sec['median']:.2f} / {sec['p95']:.2f} / {sec['max']:.2f} s "
+              f"({_ratio(sec['mean_over_median'])}; {_ratio(sec['max_over_median'])}), "
+              f"{dec['median']:.0f} / {dec['p95']:.0f} / {dec['max']:.0f} tokens ({_ratio(dec['max_over_median'])})")
     print("where the time goes, mean per answer: seconds (decode-step equivalents, at each method's median "
           "decode step)")
     for name, x in s.items():

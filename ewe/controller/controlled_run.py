@@ -12,26 +12,26 @@ checker picks among them (rewrites.py).
 """
 from __future__ import annotations
 
-from collections import Counter, deque
-from dataclasses import dataclass
-from typing import Callable
+from collections import Counter
 
 import time
 import warnings
 
 import torch
 
-from ..engine import BanFirstTokens, Branch, ContinuousLoop, Hook, JoiningRow, Rewind, RowFeed, Sampler, TokenLoop
-from ..engine.watch import answer_watchers, prompt_watchers
+from ..engine import BanFirstTokens, Branch, Hook, Rewind, Sampler, TokenLoop
+from ..engine.watch import answer_watchers
 from ..result import GenerationResult
+from ..retrieval.in_prompt import UNIT_TEXTS
 from ..stats import ControlledStats
 from ..verify.claims import prompt_person
+from ..verify.degenerate import degenerate
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, passage_subject, same_subject
 from ..verify.text import ends_sentence
 from ..verify.types import SUPPORTED, Evidence
 from .feedback import feedback_messages
-from .rewrites import Attempt, candidate_branch, looks_garbled
+from .rewrites import Attempt, candidate_branch
 from .schedule import PauseSchedule
 from .sentences import Sentence, SentenceTracker
 from .trace import Trace, check_event
@@ -76,6 +76,9 @@ class ControlledRun(Hook):
         self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
+        self.reject_degenerate = runtime.config.checker.reject_degenerate
+        self.degenerate_rejected: Counter = Counter()
+        self.budget_hit = False  # candidate rewrites spent controller.rewrite_budget
         # with no fact-checking (FLARE: verify_trigger never) new sentences still wait for a repeat check
         self.unverified: list[Sentence] = []
         self.unverified_claims: dict[tuple[int, str], list[str]] = {}
@@ -96,6 +99,7 @@ class ControlledRun(Hook):
 
     def _add_units(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
         t0 = time.perf_counter()
+        texts = [UNIT_TEXTS[self.runtime.config.memory.unit_text](t) for t in texts]
         with warnings.catch_warnings():
             if pool == "feedback":  # the checker's evidence is cut to the unit size on purpose
                 warnings.simplefilter("ignore")  # passages (given or retrieved) keep their truncation warning
@@ -216,9 +220,18 @@ class ControlledRun(Hook):
 
     def _drop_repeated_tail(self) -> None:
         """A last sentence the token budget cut off is never fact-checked (it is unfinished), but one
-        whose claims the answer already holds only pads it: the answer ends before it."""
+        whose claims the answer already holds only pads it, and one that is no answer (a loop:
+        "Russian poet, poet, poet, ...") is none: the answer ends before it."""
         tail = self.tracker.unfinished()
-        if tail is None or not self.reject_repeats:
+        if tail is None:
+            return
+        why = self._degenerate(tail.text)
+        if why:
+            self.trace.add("degenerate_dropped", sentence=tail.text, reason=why, cut_off=True)
+            self.tracker.truncate(tail.start)
+            self.degenerate_rejected[why] += 1
+            return
+        if not self.reject_repeats:
             return
         found, _ = self._text_repeats(tail.start, tail.text, cut_off=True)
         if found:
@@ -304,7 +317,7 @@ class ControlledRun(Hook):
         policy = "stop" if repeats else self.cfg.on_retries_exhausted
         best = history[-1]
         if policy == "keep_best":
-            readable = [a for a in history if not looks_garbled(a.text)] or history
+            readable = [a for a in history if not self._degenerate(a.text)] or history
             best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
         if policy.startswith("keep") and self.reject_repeats and self._text_repeats(start, best.text)[0]:
             policy, why = "stop", f"{why}; the attempt to keep repeats the answer"
@@ -333,8 +346,22 @@ class ControlledRun(Hook):
         if self.cfg.max_retries < 1:
             return self._give_up(start, history, feedback,
                                  "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
+        if self._budget_spent():
+            return self._give_up(start, history, feedback, "rewrite budget spent", repeats)
         in_prompt = list(self.in_prompt) if self.runtime.config.retrieval.in_prompt else []
         return self._candidate_round(1, start, history, feedback, repeats, self.tracker.decode(0, start), in_prompt, [])
+
+    def _budget_spent(self) -> bool:
+        """Whether candidate rewrites have decoded all this answer may spend on them
+        (controller.rewrite_budget); counted once per answer in stats.rewrite_budget_hit."""
+        budget = self.cfg.rewrite_budget
+        if budget is None or self.candidates["tokens"] < budget * self.dec.max_new_tokens:
+            return False
+        if not self.budget_hit:
+            self.budget_hit = True
+            self.trace.add("rewrite_budget", spent=self.candidates["tokens"],
+                           budget=round(budget * self.dec.max_new_tokens))
+        return True
 
     def _candidate_round(self, round_: int, start: int, history: list[Attempt], feedback: list[dict], repeats: bool,
                          context: str, in_prompt: list[str], placed: list[str]) -> Branch:
@@ -384,14 +411,14 @@ class ControlledRun(Hook):
             # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
             c.new_supported = self._new_supported(start, c_check) if self.reject_repeats else None
             judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
-                           and not looks_garbled(c.text) and c.new_supported != 0))
+                           and not self._degenerate(c.text) and c.new_supported != 0))
         self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
         passing = [(c, chk) for c, chk, ok in judged if ok]
         chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
         self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
                        candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
                                     "unsupported": c.unsupported, "new_supported": c.new_supported,
-                                    "garbled": looks_garbled(c.text), "mean_logprob": round(c.mean_logprob, 4)}
+                                    "degenerate": self._degenerate(c.text), "mean_logprob": round(c.mean_logprob, 4)}
                                    for c, chk, _ in judged],
                        chosen=chosen[0].text if chosen else None)
         if chosen is not None:
@@ -404,7 +431,7 @@ class ControlledRun(Hook):
         if checked:
             closest = min(checked, key=lambda j: j[0].unsupported)[1]
             feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
-            if round_ < cfg.max_retries:
+            if round_ < cfg.max_retries and not self._budget_spent():
                 return self._candidate_round(round_ + 1, start, history, feedback, repeats, context, in_prompt, placed)
         # every candidate repeated an earlier attempt or the answer (or none completed), or rounds used up
         return self._give_up(start, history, feedback,
@@ -461,6 +488,11 @@ class ControlledRun(Hook):
                 event.update(needs_rewrite=True, reason="repeats", repeats=repeats)
                 rewrite = True
                 self.repeats_rejected += 1
+            why = self._degenerate(s.text)
+            if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text)
+                event.update(needs_rewrite=True, reason=why)
+                rewrite = True
+                self.degenerate_rejected[why] += 1
             self.checks[(s.start, s.text)] = event
             if rewrite:
                 action = self._on_failed(s, check, repeats=bool(repeats))
@@ -468,6 +500,10 @@ class ControlledRun(Hook):
                     rest = sentences[i + 1:]
                     return or_else(action, lambda: self._verify(rest, reason))
         return None
+
+    def _degenerate(self, text: str) -> str | None:
+        """Why a sentence is no answer (verify/degenerate.py), if the loop rejects such sentences."""
+        return degenerate(text, self.prompt) if self.reject_degenerate else None
 
     def _needs_rewrite(self, check) -> bool:
         if self.cfg.rewrite_when == "contradicted":
@@ -594,6 +630,8 @@ class ControlledRun(Hook):
             backtracks=self.backtracks,
             rejected_sentences=len(self.attempts),
             repeats_rejected=self.repeats_rejected,
+            degenerate_rejected=dict(self.degenerate_rejected),
+            rewrite_budget_hit=self.budget_hit,
             rewritten_supported=rewritten["supported"],
             rewritten_claimless=rewritten["claimless"],
             candidates_decoded=self.candidates["decoded"],
@@ -644,115 +682,11 @@ def answer_loop(runtime, dec, session, records: list | None = None, hooks: list 
                 or 4 * dec.max_new_tokens)
 
 
-def check_rows(config) -> None:
-    """Controlled answers as rows of one batch rewind on their own: say so where the settings cannot."""
-    if config.decoding.kv_cache != "dynamic" or config.memory.reencode_context:
-        raise ValueError("controller.batch_rows decodes rows that rewind on their own, which needs "
-                         "decoding.kv_cache 'dynamic' and memory.reencode_context false; set controller.batch_rows: "
-                         "false to decode the prompts one by one")
-
-
-@dataclass
-class RowRequest:
-    """A controlled run waiting to join a batch: who watches its answer, who gets its result, and
-    who gets its error (None: the error ends the whole batch)."""
-
-    run: ControlledRun
-    watchers: list
-    done: Callable[[GenerationResult], None]
-    failed: Callable[[BaseException], None] | None = None
-
-
-class ControlledRows(RowFeed):
-    """Controlled runs as the rows of one continuously batched loop (`ContinuousLoop.run_fed`): a run
-    joins when a row is free (its passages retrieved and encoded then, its memory its own), and its
-    result goes to its `done` as soon as its row ends. `take(n)`: up to n RowRequests to start now."""
-
-    def __init__(self, take: Callable[[int], list[RowRequest]]):
-        self.take = take
-        self.rows: dict[int, tuple[RowRequest, float, tuple]] = {}
-
-    def joining(self, loop: TokenLoop, rows: list[int]) -> list[JoiningRow]:
-        out = []
-        for request in self.take(len(rows)):
-            run, row = request.run, rows[len(out)]
-            t0 = time.perf_counter()
-            try:
-                ids = run.prepare()
-            except Exception as e:  # this request's error (a bad passage, a failed search): the batch goes on
-                if request.failed is None:
-                    raise
-                request.failed(e)
-                continue
-            run.session = loop.row_view(row)
-            for watcher in request.watchers:
-                watcher.watch(row, run.trace)
-            self.rows[row] = (request, t0, (loop.prefill_s, loop.decode_s, loop.rewind_s))
-            out.append(JoiningRow(ids, run.tracker, [run, run.banned, *request.watchers],
-                                  run.memory.state() if len(run.memory) else None))
-        return out
-
-    def ended(self, loop: TokenLoop, row: int) -> None:
-        request, t0, since = self.rows.pop(row)
-        request.done(request.run.result(loop, t0, row, since))
-
-    def run_of(self, row: int) -> ControlledRun | None:
-        """The run writing row `row` (None: the row is free)."""
-        return self.rows[row][0].run if row in self.rows else None
-
-    @property
-    def running(self) -> list[RowRequest]:
-        """The requests whose rows are writing now."""
-        return [request for request, _, _ in self.rows.values()]
-
-
 def check_all(checker, items: list[tuple[str, str, str]]) -> list:
     """(sentence, context, prompt) checked as one batch where the checker can, else one by one."""
     if hasattr(checker, "check_sentences"):
         return checker.check_sentences(items)
     return [checker.check_sentence(text, context=context, prompt=prompt) for text, context, prompt in items]
-
-
-class RowChecks(Hook):
-    """The checks that several rows of a batch are about to run at the same step, run as one batch
-    first (their hooks then find them done): a loop-level hook of `decode_rows`."""
-
-    def __init__(self, feed: "ControlledRows"):
-        self.feed = feed
-
-    def before_tokens(self, loop: TokenLoop, completed: dict[int, list]) -> None:
-        wanted = [(run, pair) for row, done in completed.items() if (run := self.feed.run_of(row)) is not None
-                  for pair in run.upcoming_checks(done)]
-        if len({id(run) for run, _ in wanted}) < 2:
-            return  # one row's checks run as they always do
-        for checker in {id(run.checker): run.checker for run, _ in wanted}.values():
-            mine = [(run, pair) for run, pair in wanted if run.checker is checker]
-            for (run, pair), check in zip(mine, check_all(checker, [(*pair, run.prompt) for run, pair in mine])):
-                run.prefetched[pair] = check
-
-
-def run_rows(runs: list[ControlledRun], capacity: int | None = None) -> list[GenerationResult]:
-    """Several prompts' controlled runs decoded as the rows of one batch, at most `capacity` at once
-    (None: all), the next prompt joining as soon as a row ends (`decode_rows`)."""
-    results: list[GenerationResult | None] = [None] * len(runs)
-    waiting = deque(RowRequest(run, prompt_watchers(i), lambda result, i=i: results.__setitem__(i, result))
-                    for i, run in enumerate(runs))
-    decode_rows(runs[0].runtime, runs[0].dec, lambda n: [waiting.popleft() for _ in range(min(n, len(waiting)))],
-                capacity or len(runs))
-    return results
-
-
-def decode_rows(runtime, dec, take: Callable[[int], list[RowRequest]], capacity: int) -> None:
-    """Controlled runs as the rows of one continuously batched loop: up to `capacity` at once, each
-    joining when a row is free (`take(n)`: up to n RowRequests to start now), each with its own
-    memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
-    that row alone; a row's candidates decode as rows of the same batch while it waits; the checks
-    several rows run at the same step go to the checker as one batch); greedy rows write what they
-    write one by one."""
-    check_rows(runtime.config)
-    loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)), loop=ContinuousLoop)
-    feed = ControlledRows(take)
-    loop.run_fed(feed, capacity, hooks=[RowChecks(feed)])
 
 
 def candidate_rank(candidate: Attempt, check) -> tuple:

@@ -11,7 +11,6 @@ action): the controller asks for a round and judges what comes back.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..engine import Branch, Hook, Sampler, Stop, TokenLoop
@@ -33,19 +32,6 @@ class Attempt:
     @property
     def mean_logprob(self) -> float:
         return sum(self.logprobs) / max(len(self.logprobs), 1)
-
-
-# Digits fused with a word ("189december", "188ressing") or a word three times in a row: what a
-# small model writes when it loses the thread; no checker verdict makes such text worth keeping.
-_FUSED = re.compile(r"\d[^\W\d_]{3,}|[^\W\d_]{3,}\d", re.UNICODE)
-_REPEATED = re.compile(r"\b(\w+)\b(?:\W+\1\b){2,}", re.UNICODE | re.IGNORECASE)
-_ORDINAL_OR_DECADE = re.compile(r"\d+(?:st|nd|rd|th|s)\b", re.IGNORECASE)
-
-
-def looks_garbled(text: str) -> bool:
-    """Fused digits and letters (not an ordinal or a decade) or a word repeated three times in a row."""
-    plain = _ORDINAL_OR_DECADE.sub(" ", text)
-    return bool(_FUSED.search(plain) or _REPEATED.search(text))
 
 
 class _FirstSentence(Hook):

@@ -122,7 +122,9 @@ def _check_sweeps(sweeps) -> None:
     for i, p in enumerate(sweeps):
         where = f"sweep point {i}"
         _require(p, SWEEP_KEYS, where)
-        _require_numbers(p, ("value", "precision", "recall", "f1"), where)
+        _require_numbers(p, ("precision", "recall", "f1"), where)
+        if not isinstance(p["value"], (int, float, str)):  # a number, or a choice ("body", true)
+            raise ValueError(f"{where}: value must be a number, a string or a boolean, got {p['value']!r}")
 
 
 def _check_claim(claim, where: str) -> None:
@@ -311,15 +313,27 @@ def _sweep_chart(param: str, points: list[dict]) -> bytes:
     series: dict[tuple, list[dict]] = {}
     for p in points:
         series.setdefault((p["method"], p["dataset"]), []).append(p)
+    # choices (strings, booleans: every value, if any is one) are placed in the order first swept,
+    # numbers on a numeric axis
+    categorical = any(not _is_number(p["value"]) for p in points)
+    choices = list(dict.fromkeys(p["value"] for p in points)) if categorical else []
+    position = {v: i for i, v in enumerate(choices)}
+
+    def x(value):
+        return position[value] if choices else value
+
     for i, ((method, dataset), pts) in enumerate(series.items()):
-        pts = sorted(pts, key=lambda p: p["value"])
-        xs, colour = [p["value"] for p in pts], f"C{i % 10}"
+        pts = sorted(pts, key=lambda p: x(p["value"]))
+        xs, colour = [x(p["value"]) for p in pts], f"C{i % 10}"
         ax.plot(xs, [100 * p["f1"] for p in pts], color=colour, lw=2.2, marker="o", label=f"{method} / {dataset}")
         ax.plot(xs, [100 * p["precision"] for p in pts], color=colour, lw=0.9, ls="--", marker=".")
         ax.plot(xs, [100 * p["recall"] for p in pts], color=colour, lw=0.9, ls=":", marker=".")
-    values = sorted({p["value"] for p in points})
-    if all(float(v).is_integer() for v in values) and len(values) <= 12:
-        ax.set_xticks(values)
+    if choices:
+        ax.set_xticks(range(len(choices)), [str(v) for v in choices])
+    else:
+        values = sorted({p["value"] for p in points})
+        if all(float(v).is_integer() for v in values) and len(values) <= 12:
+            ax.set_xticks(values)
     styles = [Line2D([], [], color="grey", lw=2.2, label="F1@K"),
               Line2D([], [], color="grey", lw=0.9, ls="--", label="precision"),
               Line2D([], [], color="grey", lw=0.9, ls=":", label="recall")]

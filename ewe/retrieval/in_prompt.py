@@ -39,19 +39,21 @@ def articles(prompt: str, passages: list[str]) -> str:
     return f"{joined}\n\n{prompt}"
 
 
-def _texts(passages: list[str]) -> str:
-    """The passages' text without their heads, a blank line apart. A passage whose text does not
+def passage_body(passage: str) -> str:
+    """A passage's text without its "Title (description):" head. A passage whose text does not
     name its title (a chunk from later in an article: "He was assassinated in 1610 ...") says
-    whom it is about after its text, not as a "Title: " head: the model copied such heads into
-    its answers, and the copied head then made the borrowed sentence look like it was about
-    the passage's subject rather than the prompt's."""
-    texts = []
-    for p in passages:
-        title, _, body = split_passage(p)
-        if title and title.split()[-1] not in body[:200]:
-            body = f"{body} {SOURCE_NOTE.format(title=title)}"
-        texts.append(body)
-    return "\n\n".join(texts)
+    whom it is about after its text, not as a head: the model copied such heads into its
+    answers, and the copied head then made the borrowed sentence look like it was about the
+    passage's subject rather than the prompt's."""
+    title, _, body = split_passage(passage)
+    if title and title.split()[-1] not in body[:200]:
+        body = f"{body} {SOURCE_NOTE.format(title=title)}"
+    return body
+
+
+def _texts(passages: list[str]) -> str:
+    """The passages' bodies a blank line apart."""
+    return "\n\n".join(passage_body(p) for p in passages)
 
 
 def background(prompt: str, passages: list[str]) -> str:
@@ -70,4 +72,13 @@ PASSAGE_FORMATS: dict[str, Callable[[str, list[str]], str]] = {
     "articles": articles,
     "background": background,
     "after": after,
+}
+
+
+# How a passage is written into a memory unit (config memory.unit_text). "passage" keeps its head;
+# "body" writes it as the prompt formats do, since the memory loop copied heads from units
+# ("Marie Curie (Polish-French physicist and chemist, 1867-1934): ...") as RA once did from lists.
+UNIT_TEXTS: dict[str, Callable[[str], str]] = {
+    "passage": lambda passage: passage,
+    "body": passage_body,
 }

@@ -1,0 +1,135 @@
+"""Sentences that are no answer whatever their facts (issue 56).
+
+A checker judges claims; these fail before any claim is read, with the reason the trace gives:
+
+  loop     the sentence repeats a clause of its own ("is often referred to as "the father of
+           modern drama" and is often referred to as ..." seven times over; "2019 Best Female
+           Actress, 2020 Best Female Actress, ..."). The sentence-level repeat test compares a
+           sentence with the ones before it, so it never sees these.
+  meta     the sentence talks to the user or about the text instead of answering ("Your bio is
+           filled with a wealth of information ...", "I'll just add a few more details", "Here
+           is a bio of ...").
+  garbled  digits fused with words ("189december"), a word three times in a row, or the
+           sentence in another language than the prompt's (a French sentence in an English
+           bio). The language test counts function words of six European languages: it sees a
+           sentence written in another of them, not scripts it has no list for.
+
+Quoted text ("...", *...*) and title-case runs ("I Know Why the Caged Bird Sings") are left out
+of the meta test: a work's title may say "I" or "You".
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+LOOP, META, GARBLED = "loop", "meta", "garbled"
+
+# -- loops ---------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+# (n-gram length, how often it may occur): a 3-word phrase may recur in a list ("the Battle of
+# Jena, the Battle of Wagram, the Battle of Leipzig, ..."), a 4-word one rarely three times,
+# a clause of 6 words never twice.
+_LOOP_LIMITS = ((6, 1), (4, 2), (3, 4))
+_STOP = frozenset("the a an of in on at to and or for by with as from is was are were be been his her "
+                  "their its he she it they this that".split())
+
+
+def repeated_clause(sentence: str) -> str | None:
+    """The phrase a sentence repeats beyond `_LOOP_LIMITS`, or None."""
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    for n, allowed in _LOOP_LIMITS:
+        grams = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+        for gram, count in grams.most_common():
+            if count <= allowed:
+                break
+            if not all(w in _STOP for w in gram):  # "of the ... of the" is grammar, not a loop
+                return " ".join(gram)
+    return None
+
+
+# -- talk to the user or about the text ----------------------------------------------------
+
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|\*[^*]+\*|_[^_]+_")
+_TITLE_RUN = re.compile(r"\b[A-Z][\w'’]*(?:\s+(?:[A-Z][\w'’]*|of|the|a|an|and|to|in|on|for|with))*\s+[A-Z][\w'’]*")
+_ADDRESS = re.compile(
+    r"\b(?:you|your|yours|yourself|i|i'm|i’m|i'll|i’ll|i've|i’ve|i'd|i’d|me|my|myself)\b"
+    r"|\b(?:here\s+is|here's|here’s|let\s+me|let's|let’s|as\s+an\s+ai)\b"
+    r"|\b(?:this|the|your|my|above|following)\s+(?:bio|biography|answer|response|narrative|essay|text|summary)\b",
+    re.IGNORECASE,
+)
+
+
+def addresses_reader(sentence: str) -> str | None:
+    """The words by which a sentence talks to the user or about the answer itself, or None."""
+    plain = _TITLE_RUN.sub(" ", _QUOTED.sub(" ", sentence))
+    # a sentence's first word is capitalized without being a title: put its case back
+    if re.match(r"\s*(?:I|You|Your|My|Here|Let)\b", sentence) and not re.match(r"\s*(?:I|You|Your|My|Here|Let)\b", plain):
+        first = re.match(r"\s*(\S+)", sentence).group(1)
+        plain = f"{first} {plain}"
+    m = _ADDRESS.search(plain)
+    return m.group(0) if m else None
+
+
+# -- garbled text --------------------------------------------------------------------------
+
+# Digits fused with a word ("189december", "188ressing") or a word three times in a row: what a
+# small model writes when it loses the thread.
+_FUSED = re.compile(r"\d[^\W\d_]{3,}|[^\W\d_]{3,}\d", re.UNICODE)
+_REPEATED = re.compile(r"\b(\w+)\b(?:\W+\1\b){2,}", re.UNICODE | re.IGNORECASE)
+_ORDINAL_OR_DECADE = re.compile(r"\d+(?:st|nd|rd|th|s)\b", re.IGNORECASE)
+
+# Function words by language: short, frequent, and rarely part of a name. A word two lists share
+# ("a", "de" in names) is left out of both.
+_FUNCTION_WORDS = {
+    "en": "the and of to in is was were he she it that with for as his her by on at from which who an are this had",
+    "fr": "le la les des du un une est et avec pour dans sur qui que au aux était sont ce cette il elle ses",
+    "de": "der die das und ist ein eine mit von zu den dem nicht auf für sich war wurde er sie auch",
+    "es": "el los las del una es y con por para que en su sus fue era se lo como",
+    "it": "il lo gli della delle dei di una è e con per che nel nella sono fu era si come",
+    "pt": "o os as da do das dos um uma é e com para que em no na foi era se como",
+}
+
+
+def _function_lists() -> dict[str, frozenset]:
+    words = {lang: set(ws.split()) for lang, ws in _FUNCTION_WORDS.items()}
+    shared = Counter(w for ws in words.values() for w in ws)
+    return {lang: frozenset(w for w in ws if shared[w] == 1) for lang, ws in words.items()}
+
+
+_FUNCTION = _function_lists()
+
+
+def language(text: str, min_words: int = 3) -> str | None:
+    """The language whose function words a text uses most (at least `min_words` of them), or None."""
+    counts = Counter()
+    for w in _WORD.findall(text.lower()):
+        for lang, ws in _FUNCTION.items():
+            if w in ws:
+                counts[lang] += 1
+    if not counts:
+        return None
+    lang, n = counts.most_common(1)[0]
+    return lang if n >= min_words else None
+
+
+def looks_garbled(text: str, prompt: str = "") -> bool:
+    """Fused digits and letters (not an ordinal or a decade), a word three times in a row, or a
+    sentence in another language than the prompt's (when both languages are clear)."""
+    plain = _ORDINAL_OR_DECADE.sub(" ", text)
+    if _FUSED.search(plain) or _REPEATED.search(text):
+        return True
+    asked = language(prompt, min_words=1) if prompt else None
+    written = language(text)
+    return asked is not None and written is not None and written != asked
+
+
+def degenerate(sentence: str, prompt: str = "") -> str | None:
+    """Why a sentence is no answer ("loop", "meta", "garbled"), or None."""
+    if looks_garbled(sentence, prompt):
+        return GARBLED
+    if repeated_clause(sentence):
+        return LOOP
+    if addresses_reader(sentence):
+        return META
+    return None

@@ -1,0 +1,63 @@
+"""Sentences that are no answer (ewe/verify/degenerate.py): what each rule catches and what it
+must leave alone. The cases are the failures read in the default's answers (issue 56) and
+sentences of the same shapes that are fine."""
+import pytest
+
+from ewe.verify.degenerate import GARBLED, LOOP, META, addresses_reader, degenerate, language, repeated_clause
+
+BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and examples as possible "
+       "(such as names of people, numbers, events, locations, dates, times, etc.)")
+
+
+@pytest.mark.parametrize("sentence, why", [
+    ('He is often referred to as "the father of modern drama" and is often referred to as "the father of '
+     'modern theatre" and is often referred to as "the father of realism".', LOOP),
+    ("She received the 2019 Best Female Actress, 2020 Best Female Actress, 2021 Best Female Actress, "
+     "2022 Best Female Actress and 2023 Best Female Actress awards.", LOOP),
+    ("He was known as the Godfather of Soul, Mr. Dynamite, the Godfather of Soul, Soul Brother Number One "
+     "and the Godfather of Soul.", LOOP),
+    ("Your bio is filled with a wealth of information about William Blackstone.", META),
+    ("To add to the narrative, I'll just add a few more details.", META),
+    ("Here is a bio of Black Sabbath:", META),
+    ("I hope this helps you understand his life.", META),
+    ("L'Étoile de la Réduction, avec Jean Nicolas Arthur Rimbaud, est un artiste de la réduction.", GARBLED),
+    ("Lomonosov, Mikhail Mikhailovich, Russian poet, poet, poet, poet.", GARBLED),
+    ("He was born on 189december 1828 in Skien.", GARBLED),
+])
+def test_what_is_no_answer(sentence, why):
+    assert degenerate(sentence, BIO) == why
+
+
+@pytest.mark.parametrize("sentence", [
+    "Maya Angelou wrote I Know Why the Caged Bird Sings in 1969.",  # a title that says "I"
+    'The Beatles released "I Want to Hold Your Hand" in 1963.',  # a quoted title that says "Your"
+    'In 1789 he said: "You cannot do this" to the king.',  # a quotation
+    "He fought at the Battle of Jena, the Battle of Wagram, the Battle of Leipzig and the Battle of Waterloo.",
+    "He won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911, the first person "
+    "to win the Nobel Prize twice.",
+    "He was the son of the Duke of York and the grandson of the King of England and the nephew of the Duke of Kent.",
+    "He studied at the École des Beaux-Arts in Paris with Jean-Léon Gérôme and Alexandre Cabanel.",
+    "Sviatoslav Richter was a Soviet and Russian classical pianist.",
+    "Ibsen was born in 1828 in Skien, a port town in Telemark, Norway.",
+    "He was awarded the 1920s prize for the 3rd time.",  # decades and ordinals are not fused digits
+])
+def test_what_is_an_answer(sentence):
+    assert degenerate(sentence, BIO) is None
+
+
+def test_each_rule_says_what_it_found():
+    assert repeated_clause("is often referred to as X and is often referred to as Y and is often "
+                           "referred to as Z and is often referred to as W") is not None
+    assert repeated_clause("of the city of the state of the nation of the world") is None  # grammar words only
+    assert addresses_reader("Let me tell you about him.") == "Let me"
+
+
+def test_the_language_test_needs_a_clear_language_on_both_sides():
+    assert language("Tell me a bio of Jiang Qing.", min_words=1) == "en"
+    assert language("Jiang Qing.") is None
+    # a French prompt: a French sentence is its language, an English one is not
+    prompt = "Parle-moi de la vie de Victor Hugo, avec des dates et des lieux."
+    assert degenerate("Victor Hugo est un écrivain qui est né à Besançon et il est mort à Paris.", prompt) is None
+    assert degenerate("He was a French writer who was born in Besançon and died in Paris.", prompt) == GARBLED
+    # no prompt: no language to hold the sentence to
+    assert degenerate("L'Étoile de la Réduction, avec Rimbaud, est un artiste de la réduction.") is None
