@@ -20,6 +20,7 @@ from .memory import WorkingMemory
 from .methods.registry import method_class
 from .result import GenerationResult
 from .runtime import Runtime
+from .verify.types import Evidence
 
 
 def _runtime_part(name: str, doc: str) -> property:
@@ -106,12 +107,8 @@ class EWE:
         if evidence is not None:
             if not isinstance(evidence, (list, tuple)):
                 got = "a single string" if isinstance(evidence, (str, bytes)) else type(evidence).__name__
-                raise InputTypeError(f"evidence must be a list of passage strings (one passage: [text]); got {got}")
-            for i, text in enumerate(evidence):
-                if not isinstance(text, str) or not text.strip():
-                    raise InputError(f"evidence[{i}] must be a non-empty string, got "
-                                     + ("an empty one" if isinstance(text, str) else type(text).__name__))
-                _refuse_non_text(text, f"evidence[{i}]")
+                raise InputTypeError(f"evidence must be a list of passages (one passage: [text]); got {got}")
+            evidence = [_given_passage(p, i) for i, p in enumerate(evidence)]
         checker = self.fact_checker(need_evidence=evidence is None)
         return checker.check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
 
@@ -291,3 +288,26 @@ def _refuse_non_text(text: str, name: str) -> None:
 
 
 __all__ = ["EWE", "GenerationResult", "ConfigError"]
+
+
+def _given_passage(passage, i: int) -> Evidence:
+    """A passage given to `check`: its text, or {"title", "text"} (the title says whom it is about;
+    without one, whom it is about is read from its opening, ewe/verify/subject.py)."""
+    where = f"evidence[{i}]"
+    if isinstance(passage, dict):
+        unknown = set(passage) - {"title", "text"}
+        if unknown:
+            raise InputError(f"{where} has unknown field(s) {', '.join(sorted(unknown))}; a passage is a string or "
+                             '{"title", "text"}')
+        title, text = passage.get("title", ""), passage.get("text")
+        if not isinstance(title, str):
+            raise InputTypeError(f"{where}.title must be a string, got {type(title).__name__}")
+        _refuse_non_text(title, f"{where}.title")
+        where += ".text"
+    else:
+        title, text = "", passage
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{where} must be a non-empty string, got "
+                         + ("an empty one" if isinstance(text, str) else type(text).__name__))
+    _refuse_non_text(text, where)
+    return Evidence(text=text, title=title)

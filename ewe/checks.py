@@ -1,14 +1,27 @@
 """Batch fact-checking files for `ewe check --input`: cases in, one verdict line per case out.
 
-A case is {"claim": str, "evidence"?: [passage, ...], "prompt"?: str, "context"?: str, "id"?};
-without "evidence" the configured datastore is searched. Every bad line is reported (file:line)
+A case is {"claim": str, "evidence"?: [passage, ...], "prompt"?: str, "context"?: str, "id"?},
+a passage being its text or {"title", "text"} (a title says whom it is about; without one, ewe
+reads it from the passage's opening); without "evidence" the configured datastore is searched. Every bad line is reported (file:line)
 before any checking starts.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from .runner import read_records
+
+
+def passage_problem(p) -> Optional[str]:
+    """What is wrong with one given passage (a non-empty string or {"title", "text"}), or None."""
+    if isinstance(p, str):
+        return None if p.strip() else "is empty"
+    if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip():
+        if set(p) - {"title", "text"}:
+            return f"has unknown field(s) {', '.join(sorted(set(p) - {'title', 'text'}))}"
+        return None if isinstance(p.get("title", ""), str) else '"title" must be a string'
+    return 'must be a non-empty string or {"title", "text"}'
 
 
 def read_cases(path: Path) -> list[dict]:
@@ -16,8 +29,12 @@ def read_cases(path: Path) -> list[dict]:
         if not isinstance(row.get("claim"), str) or not row["claim"].strip():
             return 'needs a non-empty string field "claim"'
         ev = row.get("evidence")
-        if ev is not None and (not isinstance(ev, list) or not ev or not all(isinstance(x, str) and x.strip() for x in ev)):
-            return '"evidence" must be a non-empty list of non-empty strings (or absent: search)'
+        if ev is not None:
+            if not isinstance(ev, list) or not ev:
+                return '"evidence" must be a non-empty list of passages (or absent: search)'
+            for i, p in enumerate(ev):
+                if (why := passage_problem(p)) is not None:
+                    return f'"evidence" passage {i} {why}'
         for key in ("prompt", "context"):
             if row.get(key) is not None and not isinstance(row[key], str):
                 return f'"{key}" must be a string'

@@ -393,6 +393,8 @@ def test_check_batch_writes_a_verdict_per_case_and_resumes(tmp_path, monkeypatch
     ('{"claim": "x", "evidence": "p"}', '"evidence" must be a non-empty list'),
     ('{"claim": "x", "evidence": []}', '"evidence" must be a non-empty list'),
     ('{"claim": "x", "prompt": 3}', '"prompt" must be a string'),
+    ('{"claim": "x", "evidence": [{"title": "T"}]}', '"evidence" passage 0 must be a non-empty string or'),
+    ('{"claim": "x", "evidence": ["p", {"text": "t", "link": "u"}]}', '"evidence" passage 1 has unknown field'),
     ("not json", "not JSON"),
 ])
 def test_check_batch_rejects_bad_cases_by_line(tmp_path, line, why):
@@ -403,6 +405,15 @@ def test_check_batch_rejects_bad_cases_by_line(tmp_path, line, why):
     cases.write_text('{"claim": "fine."}\n' + line + "\n")
     with pytest.raises(RunError, match=f"cases.jsonl:2: .*{why}" if why != "not JSON" else "cases.jsonl:2: not JSON"):
         read_cases(cases)
+
+
+def test_check_batch_reads_passages_with_titles(tmp_path):
+    from ewe.checks import read_cases
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"claim": "x", "evidence": ["plain text", {"title": "Marie Curie", "text": "She was born."}]}\n')
+    [case] = read_cases(cases)
+    assert case["evidence"][1] == {"title": "Marie Curie", "text": "She was born."}
 
 
 def test_check_batch_refuses_writing_into_its_input(tmp_path, capsys):

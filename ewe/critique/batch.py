@@ -6,17 +6,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from ..checks import passage_problem
 from ..record_log import RecordLog, refuse_same_file, refuse_unwritable
 from ..runner import read_records
 from .critic import Critic
-
-
-def _passage_problem(p) -> Optional[str]:
-    if isinstance(p, str):
-        return None if p.strip() else "is empty"
-    if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip():
-        return None if isinstance(p.get("title", ""), str) else '"title" must be a string'
-    return 'must be a non-empty string or {"title", "text"}'
 
 
 def read_texts(path: Path) -> list[dict]:
@@ -29,7 +22,7 @@ def read_texts(path: Path) -> list[dict]:
             if not isinstance(ev, list) or not ev:
                 return '"evidence" must be a non-empty list of passages (or absent: retrieved)'
             for i, p in enumerate(ev):
-                why = _passage_problem(p)
+                why = passage_problem(p)
                 if why:
                     return f'"evidence" item {i + 1} {why}'
         return None

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
 from ..verify.factchecker import FactChecker
+from ..verify.subject import GIVEN_TITLE
 from ..verify.text import sentence_spans
 from ..verify.tree import ACCEPT, REJECT, UNSUBSTANTIATED, TreeChecker
 from ..verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED, Evidence, Verdict
@@ -75,7 +76,7 @@ def given_evidence(passages: Sequence[str | dict]) -> list[Evidence]:
     out = []
     for i, p in enumerate(passages):
         text, title = (p, "") if isinstance(p, str) else (p["text"], p.get("title", ""))
-        out.append(Evidence(text=text, title=title or f"given passage {i + 1}", score=1.0,
+        out.append(Evidence(text=text, title=title or f"{GIVEN_TITLE} {i + 1}", score=1.0,
                             source_id=f"given#{i}", start=0, end=len(text)))
     return out
 

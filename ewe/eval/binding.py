@@ -6,6 +6,8 @@ passage given as plain text. A claim set is predicted supported when every claim
     python -m ewe.eval.binding [--no-bind]     (also: ewe judge eval-binding)
 
 `--no-bind` turns the binding off (checker.bind_subjects: false): the figure before it.
+`--plain` gives each passage as users paste it: its text without the "Title (description):"
+head, so whom it is about must be read from the text (issue 57).
 """
 from __future__ import annotations
 
@@ -17,25 +19,28 @@ from typing import Optional
 
 from ..argtypes import positive_int
 from ..data.subject_set import DEFAULT_PATH, load_subject_set
+from ..retrieval.chunking import split_passage
 from ..verify.factchecker import FactChecker
 from ..verify.types import SUPPORTED
 
 
 def evaluate_binding(path: Path | str = DEFAULT_PATH, judge: str = "minilm-cross", bind: bool = True,
-                     limit: Optional[int] = None) -> dict:
+                     limit: Optional[int] = None, plain: bool = False, rows: Optional[list[dict]] = None) -> dict:
     """Balanced accuracy (supported vs not) over the set, and per kind of item the share judged
-    right; `limit`: the first N items only."""
+    right; `limit`: the first N items only; `plain`: passages without their heads; `rows`: items
+    built here (ewe.data.subject_set) instead of the file at `path`."""
     from ..judge.checker import JudgeChecker
     from ..judge.metrics import binary_report
 
-    rows = load_subject_set(path)[:limit]
+    rows = (rows if rows is not None else load_subject_set(path))[:limit]
     fc = FactChecker(JudgeChecker(judge), bind_subjects=bind)
     t = time.perf_counter()
-    pred = [fc.check_sentence(r["claim"], prompt=r.get("prompt"), evidence=[r["evidence"]]).verdict == SUPPORTED
+    pred = [fc.check_sentence(r["claim"], prompt=r.get("prompt"),
+                              evidence=[split_passage(r["evidence"])[2] if plain else r["evidence"]]).verdict == SUPPORTED
             for r in rows]
     report = binary_report([r["label"] == SUPPORTED for r in rows], pred, [r["kind"] for r in rows])
     report["balanced_accuracy"] = round(report["balanced_accuracy"], 4)
-    report.update(judge=judge, bind_subjects=bind, seconds=round(time.perf_counter() - t, 1))
+    report.update(judge=judge, bind_subjects=bind, plain=plain, seconds=round(time.perf_counter() - t, 1))
     return report
 
 
@@ -50,10 +55,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--judge", default="minilm-cross", help="a shipped judge (minilm-cross) or a judge folder")
     ap.add_argument("--no-bind", dest="bind", action="store_false", help="subject binding off: the figure before it")
     ap.add_argument("--limit", type=positive_int, help="only the first N items")
+    ap.add_argument("--plain", action="store_true", help="passages as users paste them: no \"Title (description):\" head")
+    ap.add_argument("--seed", type=int, help="build a fresh set from the embedded Wikipedia with this seed "
+                    "(ewe.data.subject_set) instead of reading --labelled")
 
 
 def run(args) -> int:
-    print(json.dumps(evaluate_binding(args.labelled, args.judge, args.bind, args.limit), indent=2))
+    rows = None
+    if args.seed is not None:
+        from ..data.subject_set import build_subject_set
+
+        rows = build_subject_set(seed=args.seed)
+    print(json.dumps(evaluate_binding(args.labelled, args.judge, args.bind, args.limit, args.plain, rows), indent=2))
     return 0
 
 

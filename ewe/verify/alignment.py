@@ -50,6 +50,7 @@ class Span:
     conflicting_numbers: list[str] = field(default_factory=list)  # span numbers of the same kind the claim lacks
     missing_names: list[str] = field(default_factory=list)
     negation_mismatch: bool = False
+    conflicting_units: list[str] = field(default_factory=list)  # "3.69 million" against "3.69 billion", km against mi
 
     def clean(self, cfg: AlignmentConfig) -> bool:
         return not self.missing_numbers and len(self.missing_names) <= cfg.max_missing_names and not self.negation_mismatch
@@ -63,7 +64,7 @@ ANAPHORS = {"he", "she", "it", "they", "his", "her", "its", "their", "this", "th
 UNITS = set(
     """m km cm mm ft feet foot mi mile miles metre metres meter meters kg g lb lbs tonne tonnes ton
     tons % percent per million billion thousand trillion years year days months hours minutes
-    seconds people inhabitants species km2 sq""".split()
+    seconds people inhabitants species km2 sq bc bce ad ce""".split()
 )
 _CLAUSE_BREAK = re.compile(r"[,;:()]|\s(?:but|while|whereas|although|though)\s")
 
@@ -163,8 +164,12 @@ class AlignmentChecker:
             s_nums = numbers(text + " " + title)
             s_keys = {n.key for n in s_nums}
             missing_nums = c_keys - s_keys
+            unit_conflicts: set[str] = set()
+            s_units: dict[str, set[str]] = {}
             if c_units:  # "5,200 m" is not supported by "5,200 ft"
                 s_units = number_units(text)
+                unit_conflicts = {k for k, u in c_units.items() if k in s_units and not (u & s_units[k])
+                                  and s_units[k] - {""}}  # the span's own unit, not only none
                 missing_nums |= {k for k, u in c_units.items() if k in s_units and not (u & s_units[k])}
             missing = c_names - word_keys(text + " " + title)
             if missing and missing <= c_subject and anaphoric_subject(text):
@@ -175,6 +180,7 @@ class AlignmentChecker:
                 conflicting_numbers=sorted({n.key for n in s_nums if n.kind in c_kinds} - c_keys),
                 missing_names=sorted(missing),
                 negation_mismatch=c_neg != negated_near(text, c_content),
+                conflicting_units=sorted(f"{k} {'/'.join(sorted(s_units[k] - {''}))}" for k in unit_conflicts),
             ))
         return out
 

@@ -1,0 +1,58 @@
+"""The contradiction veto's rules (ewe/verify/veto.py, issue 57): a number paired with another
+event of the passage, and a number with another scale word, unit or era. The pairing rule is
+pure text; the unit rule runs through the alignment checker's spans (MiniLM embeddings)."""
+import pytest
+
+from ewe.verify.types import SUPPORTED, Claim, Evidence, Verdict
+from ewe.verify.veto import ContradictionVeto, mispaired
+
+CURIE = ("Maria Salomea Skłodowska Curie, better known as Marie Curie was a Polish and naturalised-French physicist "
+         "and chemist. She shared the 1903 Nobel Prize in Physics with her husband, Pierre Curie. She won the 1911 "
+         "Nobel Prize in Chemistry for the discovery of the elements radium and polonium.")
+
+
+@pytest.mark.parametrize("claim", [
+    "In 1903, she won the Nobel Prize in Chemistry.",
+    "Marie Curie won the Nobel Prize in Physics in 1911.",
+])
+def test_a_year_given_to_another_event_of_the_passage_is_vetoed(claim):
+    why = mispaired(claim, [CURIE])
+    assert why is not None and why.startswith("mispaired")
+
+
+@pytest.mark.parametrize("claim", [
+    "In 1903, she shared the Nobel Prize in Physics.",  # paired as the passage pairs them
+    "In 1911, she won the Nobel Prize in Chemistry.",
+    "In 1903, she won the Nobel Prize.",  # no name of the event that the passage gives another year
+    "She won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911.",  # two years: not read
+    "In 1925, she visited Warsaw.",  # a year the passage never states: the aligned sentence's numbers decide
+])
+def test_a_year_paired_as_the_passage_pairs_it_is_not(claim):
+    assert mispaired(claim, [CURIE]) is None
+
+
+class AlwaysSupported:
+    name = "always"
+
+    def check_claims(self, claims, evidence_per_claim):
+        return [Verdict(c, SUPPORTED, 0.99, list(ev), self.name) for c, ev in zip(claims, evidence_per_claim)]
+
+
+@pytest.fixture(scope="module")
+def veto():
+    from ewe.verify.alignment import AlignmentChecker
+
+    return ContradictionVeto(AlwaysSupported(), AlignmentChecker())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim, evidence, vetoed", [
+    ("Burmese is spoken by 42.9 billion people.", "Burmese is spoken by 42.9 million people worldwide.", True),
+    ("Burmese is spoken by 42.9 million people.", "Burmese is spoken by 42.9 million people worldwide.", False),
+    ("The river is 40 miles long.", "The river is 40 km long and flows into the sea.", True),
+    ("The city was founded in 753 AD.", "The city was founded in 753 BC according to legend.", True),
+    ("The city was founded in 753 BC.", "The city was founded in 753 BC according to legend.", False),
+])
+def test_a_number_with_another_scale_word_unit_or_era_is_vetoed(veto, claim, evidence, vetoed):
+    [v] = veto.check_claims([Claim(claim, claim, 0, len(claim))], [[Evidence(evidence, "", 0.9)]])
+    assert (v.label != SUPPORTED) == vetoed, v.rationale
