@@ -108,7 +108,7 @@ class EWE:
             if not isinstance(evidence, (list, tuple)):
                 got = "a single string" if isinstance(evidence, (str, bytes)) else type(evidence).__name__
                 raise InputTypeError(f"evidence must be a list of passages (one passage: [text]); got {got}")
-            evidence = [_given_passage(p, i) for i, p in enumerate(evidence)]
+            evidence = [_given_passage(p, f"evidence[{i}]") for i, p in enumerate(evidence)]
         checker = self.fact_checker(need_evidence=evidence is None)
         return checker.check_sentence(sentence, context=context, prompt=prompt, evidence=evidence)
 
@@ -146,7 +146,7 @@ class EWE:
             got = "a single string" if isinstance(passages, (str, bytes)) else type(passages).__name__
             raise InputTypeError("passages must be a list of passage strings (one passage: [text]), "
                                  f"or one such list per prompt; got {got}")
-        if single or (passages and all(isinstance(x, str) for x in passages)):
+        if single or (passages and all(isinstance(x, (str, dict)) for x in passages)):
             rows = [list(passages)] * len(prompts) if single or len(prompts) == 1 else None
             if rows is None:
                 raise InputError(
@@ -167,6 +167,10 @@ class EWE:
                     "raise memory.retrieval_units or pass fewer"
                 )
             for j, text in enumerate(row):
+                if isinstance(text, dict):  # {"title", "text"}: written "Title: text", as retrieved passages are
+                    given = _given_passage(text, f"passages[{i}][{j}]")
+                    row[j] = f"{given.title}: {given.text}" if given.title else given.text
+                    continue
                 if not isinstance(text, str) or not text.strip():
                     what = "is empty" if isinstance(text, str) else f"must be a string, got {type(text).__name__}"
                     raise InputError(f"passages[{i}][{j}] {what}")
@@ -290,10 +294,9 @@ def _refuse_non_text(text: str, name: str) -> None:
 __all__ = ["EWE", "GenerationResult", "ConfigError"]
 
 
-def _given_passage(passage, i: int) -> Evidence:
-    """A passage given to `check`: its text, or {"title", "text"} (the title says whom it is about;
-    without one, whom it is about is read from its opening, ewe/verify/subject.py)."""
-    where = f"evidence[{i}]"
+def _given_passage(passage, where: str) -> Evidence:
+    """A passage given to `check` or `generate`: its text, or {"title", "text"} (the title says whom
+    it is about; without one, whom it is about is read from its opening, ewe/verify/subject.py)."""
     if isinstance(passage, dict):
         unknown = set(passage) - {"title", "text"}
         if unknown:

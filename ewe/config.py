@@ -139,6 +139,12 @@ class CheckerConfig(Settings):
         "the user or about the answer, 'garbled': fused or tripled words, or another language than the "
         "prompt's), and no candidate rewrite of that kind is kept"
     )
+    reject_off_subject: bool = Field(
+        True, description="EWE's loop: a sentence about another subject than the prompt's fails its check "
+        "whatever its claims (trace reason 'off_subject'): its grammatical subject names someone or something "
+        "else and it neither names the prompt's subject nor refers back to it by a personal pronoun "
+        "(ewe/verify/subject.py off_subject)"
+    )
     judge_threshold: Optional[float] = Field(
         None, gt=0, lt=1, description="judge: P(supported) above which a claim is supported; null: the judge's "
         "recorded operating point (`ewe judge operating-point`), 0.5 where it records none")

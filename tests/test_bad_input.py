@@ -415,6 +415,8 @@ def test_an_unpaired_surrogate_in_a_prompts_file_is_refused_before_generation(se
     ({"prompt": "hi", "passages": ["x \udc00"]}, r"passages\[0\]\[0\] is not valid text"),
     ({"prompt": "hi", "passages": [["nested"]]}, r"passages\[0\]\[0\] must be a string, got list"),
     ({"prompt": "hi", "passages": [None]}, r"passages\[0\]\[0\] must be a string, got NoneType"),
+    ({"prompt": "hi", "passages": [{"title": "Marie Curie"}]}, r"passages\[0\]\[0\]\.text must be a non-empty"),
+    ({"prompt": "hi", "passages": [{"text": "x", "source": "y"}]}, r"passages\[0\]\[0\] has unknown field"),
     ({"prompt": "hi", "max_new_tokens": True}, "max_new_tokens must be a number, got bool True"),
     ({"prompt": "hi", "max_new_tokens": "5"}, "max_new_tokens must be a number, got str '5'"),
     ({"prompt": "hi", "temperature": False}, "temperature must be a number, got bool"),
@@ -564,3 +566,13 @@ def test_an_empty_config_file_is_refused(tmp_path, text):
     path.write_text(text)
     with pytest.raises(ConfigError, match="empty.yaml: holds no settings; leave out --config for the defaults"):
         EWEConfig.from_yaml(path)
+
+
+def test_a_passage_with_a_title_is_written_as_retrieved_passages_are(tiny):
+    """{"title", "text"} (EWE.generate, the server's ewe.passages) reads as "Title: text"."""
+    given = tiny.generate("Tell me a bio of Marie Curie.", passages=[{"title": "Marie Curie", "text": "She was a physicist."}],
+                          max_new_tokens=4)
+    written = tiny.generate("Tell me a bio of Marie Curie.", passages=["Marie Curie: She was a physicist."],
+                            max_new_tokens=4)
+    assert given.token_ids == written.token_ids
+

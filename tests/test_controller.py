@@ -473,7 +473,7 @@ def test_trace_is_json_and_renders():
 
 
 def test_the_trace_says_why_a_supported_candidate_was_not_kept():
-    cand = {"unsupported": 0, "degenerate": None, "mean_logprob": -1.0}
+    cand = {"unsupported": 0, "no_answer": None, "mean_logprob": -1.0}
     event = {"type": "candidates", "step": 40, "round": 1, "decoded": 3, "placement": "prompt", "chosen": None,
              "candidates": [{**cand, "text": "She was a chemist.", "verdict": "supported", "new_supported": 0},
                             {**cand, "text": "She was born in 1867.", "verdict": "supported", "new_supported": None},
@@ -820,21 +820,21 @@ def test_a_sentence_that_talks_to_the_user_fails_its_check_whatever_its_claims()
     failed = [e for e in events(r, "check") if e.get("reason") == "meta"]
     assert failed and failed[0]["needs_rewrite"]
     assert META_SENTENCE not in r.text and A in r.text
-    assert set(r.stats["degenerate_rejected"]) == {"meta"}
+    assert set(r.stats["rejected_by_rule"]) == {"meta"}
 
 
 def test_degenerate_sentences_are_kept_when_the_setting_is_off():
     checker = ScriptedChecker(false=set())
     r = make(text_script(fixed(f"{A} {META_SENTENCE} {C}")), checker,
              checker_section={"reject_degenerate": False}).generate(PROMPT)
-    assert META_SENTENCE in r.text and r.stats["degenerate_rejected"] == {}
+    assert META_SENTENCE in r.text and r.stats["rejected_by_rule"] == {}
 
 
 def test_an_unfinished_last_sentence_that_loops_is_dropped():
     looping = "She was a poet, poet, poet, poet, poet, poet"
     r = make(text_script(fixed(f"{A} {looping}")), ScriptedChecker(false=set()), max_new_tokens=36).generate(PROMPT)
     assert r.text.strip() == A
-    [drop] = events(r, "degenerate_dropped")
+    [drop] = events(r, "no_answer_dropped")
     assert drop["reason"] == "garbled" and drop["cut_off"]
 
 
@@ -861,3 +861,15 @@ def test_candidate_rewrites_stop_when_their_budget_is_spent():
     assert capped.stats["candidate_tokens"] < free.stats["candidate_tokens"]
     [spent] = events(capped, "rewrite_budget")
     assert spent["budget"] == 1 and spent["spent"] == capped.stats["candidate_tokens"]
+
+
+def test_a_sentence_about_someone_else_fails_its_check():
+    other = "Pierre Curie was a French physicist."
+    r = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set()),
+             on_retries_exhausted="drop").generate(PROMPT)
+    [failed] = [e for e in events(r, "check") if e.get("reason") == "off_subject"][:1]
+    assert failed["about"] == "Pierre Curie" and other not in r.text
+    assert r.stats["rejected_by_rule"]["off_subject"] >= 1
+    kept = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set()),
+                checker_section={"reject_off_subject": False}).generate(PROMPT)
+    assert other in kept.text

@@ -54,6 +54,13 @@ def chat(http, **fields):
     return http.post("/v1/chat/completions", json={"messages": USER, "max_tokens": 4, **fields})
 
 
+def test_passages_may_carry_their_title(http):
+    r = chat(http, ewe={"passages": ["plain text", {"title": "Marie Curie", "text": "She was a physicist."}]})
+    assert r.status_code == 200, r.text
+    openai_error(chat(http, ewe={"passages": [{"title": "Marie Curie", "text": "x", "url": "y"}]}), 400)
+    openai_error(chat(http, ewe={"passages": [{"title": "Marie Curie"}]}), 400)
+
+
 def test_a_body_nested_thousands_deep_is_refused_before_it_is_parsed(http):
     body = b'{"messages": [], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     openai_error(http.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"}),
@@ -122,7 +129,8 @@ FIELDS = {
     "n": st.one_of(st.integers(0, 3), JSON), "stream": st.one_of(st.booleans(), JSON),
     "stop": JSON, "echo": JSON, "best_of": JSON, "user": JSON, "logprobs": JSON,
     "stream_options": st.one_of(st.fixed_dictionaries({"include_usage": st.booleans()}), JSON),
-    "ewe": st.one_of(st.fixed_dictionaries({}, optional={"passages": st.lists(st.text(max_size=30), max_size=2),
+    "ewe": st.one_of(st.fixed_dictionaries({}, optional={"passages": st.lists(st.one_of(
+        st.text(max_size=30), st.fixed_dictionaries({"text": st.text(max_size=30)}, optional={"title": JSON})), max_size=2),
                                                          "trace": st.booleans()}), JSON),
 }
 MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "tool", "other"]),

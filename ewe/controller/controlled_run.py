@@ -27,7 +27,7 @@ from ..stats import ControlledStats
 from ..verify.claims import prompt_person
 from ..verify.degenerate import degenerate
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
-from ..verify.subject import names_subject, passage_subject, same_subject
+from ..verify.subject import names_subject, off_subject, passage_subject, same_subject
 from ..verify.text import ends_sentence
 from ..verify.types import SUPPORTED, Evidence
 from .feedback import feedback_messages
@@ -76,8 +76,7 @@ class ControlledRun(Hook):
         self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
-        self.reject_degenerate = runtime.config.checker.reject_degenerate
-        self.degenerate_rejected: Counter = Counter()
+        self.rejected_by_rule: Counter = Counter()
         self.budget_hit = False  # candidate rewrites spent controller.rewrite_budget
         # with no fact-checking (FLARE: verify_trigger never) new sentences still wait for a repeat check
         self.unverified: list[Sentence] = []
@@ -225,11 +224,11 @@ class ControlledRun(Hook):
         tail = self.tracker.unfinished()
         if tail is None:
             return
-        why = self._degenerate(tail.text)
+        why = self._no_answer(tail.text)
         if why:
-            self.trace.add("degenerate_dropped", sentence=tail.text, reason=why, cut_off=True)
+            self.trace.add("no_answer_dropped", sentence=tail.text, reason=why, cut_off=True)
             self.tracker.truncate(tail.start)
-            self.degenerate_rejected[why] += 1
+            self.rejected_by_rule[why] += 1
             return
         if not self.reject_repeats:
             return
@@ -317,7 +316,7 @@ class ControlledRun(Hook):
         policy = "stop" if repeats else self.cfg.on_retries_exhausted
         best = history[-1]
         if policy == "keep_best":
-            readable = [a for a in history if not self._degenerate(a.text)] or history
+            readable = [a for a in history if not self._no_answer(a.text)] or history
             best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
         if policy.startswith("keep") and self.reject_repeats and self._text_repeats(start, best.text)[0]:
             policy, why = "stop", f"{why}; the attempt to keep repeats the answer"
@@ -411,14 +410,14 @@ class ControlledRun(Hook):
             # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
             c.new_supported = self._new_supported(start, c_check) if self.reject_repeats else None
             judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
-                           and not self._degenerate(c.text) and c.new_supported != 0))
+                           and not self._no_answer(c.text) and c.new_supported != 0))
         self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
         passing = [(c, chk) for c, chk, ok in judged if ok]
         chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
         self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
                        candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
                                     "unsupported": c.unsupported, "new_supported": c.new_supported,
-                                    "degenerate": self._degenerate(c.text), "mean_logprob": round(c.mean_logprob, 4)}
+                                    "no_answer": self._no_answer(c.text), "mean_logprob": round(c.mean_logprob, 4)}
                                    for c, chk, _ in judged],
                        chosen=chosen[0].text if chosen else None)
         if chosen is not None:
@@ -488,11 +487,13 @@ class ControlledRun(Hook):
                 event.update(needs_rewrite=True, reason="repeats", repeats=repeats)
                 rewrite = True
                 self.repeats_rejected += 1
-            why = self._degenerate(s.text)
-            if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text)
+            why = self._no_answer(s.text)
+            if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text, another subject)
                 event.update(needs_rewrite=True, reason=why)
+                if why == "off_subject":
+                    event["about"] = off_subject(s.text, self.subject)
                 rewrite = True
-                self.degenerate_rejected[why] += 1
+                self.rejected_by_rule[why] += 1
             self.checks[(s.start, s.text)] = event
             if rewrite:
                 action = self._on_failed(s, check, repeats=bool(repeats))
@@ -501,9 +502,15 @@ class ControlledRun(Hook):
                     return or_else(action, lambda: self._verify(rest, reason))
         return None
 
-    def _degenerate(self, text: str) -> str | None:
-        """Why a sentence is no answer (verify/degenerate.py), if the loop rejects such sentences."""
-        return degenerate(text, self.prompt) if self.reject_degenerate else None
+    def _no_answer(self, text: str) -> str | None:
+        """Why a sentence is no answer to the prompt whatever its claims: degenerate text
+        (verify/degenerate.py: "loop", "meta", "garbled") or about another subject ("off_subject",
+        verify/subject.py), each where the configuration rejects it."""
+        ck = self.runtime.config.checker
+        why = degenerate(text, self.prompt) if ck.reject_degenerate else None
+        if why is None and ck.reject_off_subject and off_subject(text, self.subject):
+            why = "off_subject"
+        return why
 
     def _needs_rewrite(self, check) -> bool:
         if self.cfg.rewrite_when == "contradicted":
@@ -630,7 +637,7 @@ class ControlledRun(Hook):
             backtracks=self.backtracks,
             rejected_sentences=len(self.attempts),
             repeats_rejected=self.repeats_rejected,
-            degenerate_rejected=dict(self.degenerate_rejected),
+            rejected_by_rule=dict(self.rejected_by_rule),
             rewrite_budget_hit=self.budget_hit,
             rewritten_supported=rewritten["supported"],
             rewritten_claimless=rewritten["claimless"],

@@ -21,7 +21,7 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                # whole-answer method's dropped sentences (ewe/methods/calls.py without_repeats)
                "repeats", "repeats_dropped",
                # EWE's loop: an unfinished last sentence that is no answer (ewe/verify/degenerate.py)
-               "degenerate_dropped",
+               "no_answer_dropped",
                # EWE's loop: candidate rewrites spent controller.rewrite_budget
                "rewrite_budget",
                # PrefixNLI (ewe/methods/prefixnli.py): a step where the judge changed the top token; no source
@@ -127,7 +127,7 @@ def render(events: list[dict], width: int = 100) -> str:
             say(f"{at} {e['decoded']} candidate rewrite(s), round {e['round']} (feedback in {e['placement']}): "
                 + (f"kept: {e['chosen']}" if e["chosen"] else "none passed"))
             for c in e["candidates"]:
-                mark = c.get("degenerate") or c["verdict"]
+                mark = c.get("no_answer") or c["verdict"]
                 if mark == "supported" and c.get("new_supported") == 0:
                     mark = "supported, adds no claim the answer lacks"  # why a supported candidate is not kept
                 out.append(textwrap.fill(f"[{mark}] {c['text']}", width, initial_indent="        ",
@@ -184,7 +184,7 @@ def render(events: list[dict], width: int = 100) -> str:
             say(f"{at} repeats ({why}): {e['sentence']}")
         elif kind == "rewrite_budget":
             say(f"{at} rewrite budget spent: {e['spent']} candidate tokens of {e['budget']}; no more candidates")
-        elif kind == "degenerate_dropped":
+        elif kind == "no_answer_dropped":
             say(f"{at} dropped the unfinished last sentence ({e['reason']})", e["sentence"])
         elif kind == "repeats_dropped":
             say(f"{at} dropped {len(e['dropped'])} sentence(s) that add nothing to those before them")

@@ -44,6 +44,16 @@ def evaluate_binding(path: Path | str = DEFAULT_PATH, judge: str = "minilm-cross
     return report
 
 
+def release_check(judge: str, against: str = "minilm-cross") -> dict:
+    """A retrained judge keeps the shipped one's sensitivity to whom a passage is about: its
+    balanced accuracy on the binding set with plain passages (no head, so the judge's own reading
+    of names counts more) may not fall below `against`'s, both measured now with the same code.
+    {"passed", judge: figure, against: figure}."""
+    mine = evaluate_binding(judge=judge, plain=True)["balanced_accuracy"]
+    theirs = evaluate_binding(judge=against, plain=True)["balanced_accuracy"]
+    return {"passed": mine >= theirs, "binding_plain": {judge: mine, against: theirs}}
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Subject binding: balanced accuracy on tests/data/subject/binding.jsonl")
     add_arguments(ap)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..argtypes import command_group, non_negative_int, positive_float, positive_int, seed, share
@@ -57,6 +58,16 @@ def cmd_train(args) -> int:
                       max_train=args.max_train, max_test=args.max_test, threads=args.threads, init=args.init)
     manifest = train(Path(args.data), Path(args.out), cfg)
     print(json.dumps(manifest["held_out"], indent=2))
+    if args.claim_only or not args.release_check:
+        return 0
+    from ..eval.binding import release_check
+
+    check = release_check(str(Path(args.out)))
+    print(json.dumps({"release_check": check}, indent=2))
+    if not check["passed"]:
+        print(f"ewe judge train: {args.out} reads whom a passage is about worse than the shipped judge "
+              f"(binding, plain passages: {check['binding_plain']}); not fit to ship", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -160,6 +171,9 @@ def add_judge_commands(sub) -> None:
                    help="prefix judge: share of hypotheses put in a summary's lead-in (\"The article explains that "
                    "...\"), either label, so that PrefixNLI's summaries are read as claims (the shipped judge: 0.25)")
     t.add_argument("--claim-only", action="store_true", help="hide the evidence: the leak detector")
+    t.add_argument("--no-release-check", dest="release_check", action="store_false",
+                   help="skip the release check after training (by default the new judge's subject binding on plain "
+                   "passages is measured beside the shipped judge's, and a lower figure fails the command, exit 1)")
     t.add_argument("--no-bf16", dest="bf16", action="store_false",
                    help="float32 matrix products always (by default bfloat16 autocast runs where the CPU has "
                    "AVX-512, ~1.7x faster, and float32 elsewhere, where bfloat16 is emulated and ~6x slower; "

@@ -95,11 +95,21 @@ class APIError(Exception):
                           "param": self.param, "code": self.code}}
 
 
+class Passage(BaseModel):
+    """A passage with the title that says whom it is about (without one, ewe reads it from the
+    passage's opening)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    title: str = Field("", max_length=300)
+    text: str = Field(min_length=1)
+
+
 class EWEOptions(BaseModel):
     """The request's `ewe` field (OpenAI clients: `extra_body={"ewe": {...}}`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    passages: list[str] | None = Field(None, description="passages for working memory; none: retrieve")
+    passages: list[str | Passage] | None = Field(
+        None, description='passages for working memory, each text or {"title", "text"}; none: retrieve')
     trace: bool = Field(False, description="return the controller's trace of pauses, checks and rewrites")
 
 
@@ -159,8 +169,10 @@ class _Request(BaseModel):
                 "seed": self.seed}
 
     @property
-    def passages(self) -> list[str] | None:
-        return self.ewe.passages if self.ewe else None
+    def passages(self) -> list[str | dict] | None:
+        if not self.ewe or self.ewe.passages is None:
+            return None
+        return [p if isinstance(p, str) else p.model_dump() for p in self.ewe.passages]
 
 
 class ChatRequest(_Request):

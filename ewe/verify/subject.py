@@ -398,6 +398,43 @@ def _headed(ev: Evidence, subject: str, about: Optional[str]) -> Evidence:
     return replace(ev, text=f"{subject}: {ev.text}")
 
 
+_REGNAL = re.compile(r"\s*([A-Z][\w'’-]+)\s+([IVX]{1,5})\b")  # "Sviatoslav I", "Augustus II"
+# A personal pronoun that is not a possessive: "Pierre Curie married her in 1895", "whom she
+# married". A possessive ("until his death") mostly belongs to the sentence's own subject.
+_BACK_REFERENCE = re.compile(
+    r"\b(?:he|she|him|hers|himself|herself)\b"
+    r"|\bher\b(?=\s*(?:[,.;:!?)]|$|(?:in|on|at|to|for|with|as|and|or|but|from|by|after|before|during|when|that|who)\b))",
+    re.IGNORECASE)
+
+
+def off_subject(sentence: str, subject: Optional[str]) -> Optional[str]:
+    """The other subject a sentence of an answer about `subject` is about, or None (issue 56):
+    its grammatical subject names someone or something else ("Sviatoslav I Igorevich was Prince
+    of Kiev" in a bio of Sviatoslav Richter; "Pierre Curie was a French physicist" in Marie
+    Curie's), and it neither names `subject` nor refers back by a personal pronoun ("Pierre
+    Curie married her" says how he relates; a possessive, "until his death", is the sentence's
+    own subject's). A lone capitalized word opening the sentence
+    ("Construction began in 447 BC") is not taken for a name here."""
+    if not subject:
+        return None
+    head = _subject_text(sentence)
+    regnal = _REGNAL.match(head)
+    if regnal and not re.search(rf"\b{regnal.group(2)}\b", subject):
+        return regnal.group(0).strip()  # "Sviatoslav I ..." in a bio of Sviatoslav Richter
+    runs = name_runs(head)
+    if not runs:
+        return None
+    other = runs[0]
+    words = [w for w in WORD_RE.findall(other) if w[:1].isupper()]
+    if len(words) < 2 and sentence.lstrip().startswith(other):
+        return None
+    if same_subject(other, subject) or any(same_subject(r, subject) for r in name_runs(sentence)):
+        return None
+    if _BACK_REFERENCE.search(sentence) or mentions(sentence, subject, other):
+        return None
+    return other
+
+
 def note_text(notes: Sequence[dict]) -> str:
     """"passage about Franz Kafka, not Gustav Klimt" for each passage dropped."""
     return "; ".join(f"passage about {n['passage']}, not {n['subject']}" for n in notes if n["dropped"])
