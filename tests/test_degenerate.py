@@ -20,6 +20,7 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("To add to the narrative, I'll just add a few more details.", META),
     ("Here is a bio of Black Sabbath:", META),
     ("I hope this helps you understand his life.", META),
+    ("The first mention of Maya Angelou in the article is in the introduction to the book.", META),
     ("L'Étoile de la Réduction, avec Jean Nicolas Arthur Rimbaud, est un artiste de la réduction.", GARBLED),
     ("Lomonosov, Mikhail Mikhailovich, Russian poet, poet, poet, poet.", GARBLED),
     ("He was born on 189december 1828 in Skien.", GARBLED),
@@ -39,6 +40,7 @@ def test_what_is_no_answer(sentence, why):
     "He studied at the École des Beaux-Arts in Paris with Jean-Léon Gérôme and Alexandre Cabanel.",
     "Sviatoslav Richter was a Soviet and Russian classical pianist.",
     "Ibsen was born in 1828 in Skien, a port town in Telemark, Norway.",
+    "The article he published in 1905 introduced special relativity.",  # an article of the subject's
     "He was awarded the 1920s prize for the 3rd time.",  # decades and ordinals are not fused digits
 ])
 def test_what_is_an_answer(sentence):

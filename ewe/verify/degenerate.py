@@ -55,7 +55,8 @@ _TITLE_RUN = re.compile(r"\b[A-Z][\w'’]*(?:\s+(?:[A-Z][\w'’]*|of|the|a|an|an
 _ADDRESS = re.compile(
     r"\b(?:you|your|yours|yourself|i|i'm|i’m|i'll|i’ll|i've|i’ve|i'd|i’d|me|my|myself)\b"
     r"|\b(?:here\s+is|here's|here’s|let\s+me|let's|let’s|as\s+an\s+ai)\b"
-    r"|\b(?:this|the|your|my|above|following)\s+(?:bio|biography|answer|response|narrative|essay|text|summary)\b",
+    r"|\b(?:this|the|your|my|above|following)\s+(?:bio|biography|answer|response|narrative|essay|text|summary)\b"
+    r"|\b(?:in|from)\s+(?:this|the|that)\s+(?:article|passage|background)\b",  # "The first mention of X in the article"
     re.IGNORECASE,
 )
 
