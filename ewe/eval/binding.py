@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..argtypes import positive_int
+from ..argtypes import positive_int, seed
 from ..data.subject_set import DEFAULT_PATH, load_subject_set
 from ..retrieval.chunking import split_passage
 from ..verify.factchecker import FactChecker
@@ -66,7 +66,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--no-bind", dest="bind", action="store_false", help="subject binding off: the figure before it")
     ap.add_argument("--limit", type=positive_int, help="only the first N items")
     ap.add_argument("--plain", action="store_true", help="passages as users paste them: no \"Title (description):\" head")
-    ap.add_argument("--seed", type=int, help="build a fresh set from the embedded Wikipedia with this seed "
+    ap.add_argument("--seed", type=seed, help="build a fresh set from the embedded Wikipedia with this seed "
                     "(ewe.data.subject_set) instead of reading --labelled")
 
 

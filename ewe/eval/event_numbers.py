@@ -23,6 +23,7 @@ import re
 import time
 from typing import Optional
 
+from ..argtypes import positive_int, seed
 from ..judge.data import is_held_out
 from ..verify.text import numbers, split_sentences
 from ..verify.types import SUPPORTED, UNSUPPORTED
@@ -104,8 +105,8 @@ def evaluate_event_numbers(items: list[dict], veto: bool, judge: str = "minilm-c
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="numbers tied to their events: year swaps and scale words")
     ap.add_argument("--veto", action="store_true", help="the judge with checker.veto: contradiction")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=100, help="pairs of each kind at most")
+    ap.add_argument("--seed", type=seed, default=0)
+    ap.add_argument("--n", type=positive_int, default=100, help="pairs of each kind at most")
     ap.add_argument("--judge", default="minilm-cross")
     args = ap.parse_args(argv)
     items = build_event_number_set(n=args.n, seed=args.seed)
