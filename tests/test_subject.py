@@ -111,13 +111,13 @@ BRANCUSI = ("Constantin Brâncuși was a Romanian sculptor, painter, and photogr
 
 
 def test_whom_a_plain_passage_is_about_is_read_from_its_opening():
-    assert opening_names(BRANCUSI) == ["Constantin Brâncuși"]
-    assert opening_names("In 1903, Marie Curie won the Nobel Prize in Physics.") == ["Marie Curie"]
+    assert opening_names(BRANCUSI) == ("Constantin Brâncuși",)
+    assert opening_names("In 1903, Marie Curie won the Nobel Prize in Physics.") == ("Marie Curie",)
     assert opening_names("Charles Lutwidge Dodgson, better known by his pen name Lewis Carroll, was an English "
-                         "author.") == ["Charles Lutwidge Dodgson", "Lewis Carroll"]
+                         "author.") == ("Charles Lutwidge Dodgson", "Lewis Carroll")
     # another person named before the verb is not an alias
-    assert opening_names("Pierre Curie, husband of Marie Curie, was a French physicist.") == ["Pierre Curie"]
-    assert opening_names("He was born in 1867.") == []
+    assert opening_names("Pierre Curie, husband of Marie Curie, was a French physicist.") == ("Pierre Curie",)
+    assert opening_names("He was born in 1867.") == ()
     kept, notes = bind("Jonah Lomu was a Romanian sculptor, painter, and photographer.", [Evidence(BRANCUSI)])
     assert kept == [] and notes[0]["dropped"]
 

@@ -19,6 +19,7 @@ of the meta test: a work's title may say "I" or "You".
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -101,6 +102,7 @@ def _function_lists() -> dict[str, frozenset]:
 _FUNCTION = _function_lists()
 
 
+@functools.lru_cache(maxsize=256)  # the prompt's, asked again for every sentence of its answer
 def language(text: str, min_words: int = 3) -> str | None:
     """The language whose function words a text uses most (at least `min_words` of them), or None."""
     counts = Counter()

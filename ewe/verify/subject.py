@@ -35,6 +35,7 @@ names only by an alias, and a single capitalized common word opening a claim
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 from typing import Optional, Sequence
@@ -125,7 +126,8 @@ _ALIAS_CUE = re.compile(r"(?:known|called|named|name|born|n[ée]e?|nicknamed|ali
                         re.IGNORECASE)
 
 
-def opening_names(text: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)
+def opening_names(text: str) -> tuple[str, ...]:
     """Every name a text's first sentence gives its subject: the subject's, then the ones an
     alias cue introduces before the main verb ("Mary Ann Evans (...), known by her pen name
     George Eliot, was ..."; "Charles Lutwidge Dodgson, better known by his pen name Lewis
@@ -133,26 +135,33 @@ def opening_names(text: str) -> list[str]:
     was") is not an alias."""
     spans = sentence_spans(text)
     if not spans:
-        return []
+        return ()
     first = text[spans[0][0]:spans[0][1]]
     runs = [r for r in name_runs(_subject_text(first)) if name_keys(r)]
     if not runs:
-        return []
+        return ()
     verb = _MAIN_VERB.search(first)
     head = first[:verb.start()] if verb else first
     aliases = []
     for m in re.finditer("|".join(re.escape(r) for r in name_runs(head) if name_keys(r)) or r"(?!)", head):
         if m.group(0) != runs[0] and _ALIAS_CUE.search(head[:m.start()]):
             aliases.append(m.group(0))
-    return [runs[0], *dict.fromkeys(aliases)]
+    return (runs[0], *dict.fromkeys(aliases))
+
+
+_SUFFIXES = frozenset(("jr", "sr", "ii", "iii"))
+
+
+def _name_words(name: str) -> list[str]:
+    """A name's folded words in order, without titles and suffixes ("Jr", "III")."""
+    return [fold(w) for w in WORD_RE.findall(name) if w[:1].isupper() and w.lower() not in NOT_NAMES | HONORIFICS
+            and fold(w) not in _SUFFIXES]
 
 
 def _short_form(a: str, b: str) -> bool:
     """A familiar form of the same name: the same last name, first names with the same initial
     ("Tom Brady" and "Thomas Edward Patrick Brady Jr", "Gordie Howe" and "Gordon Howe")."""
-    wa = [fold(w) for w in WORD_RE.findall(a) if w[:1].isupper() and w.lower() not in NOT_NAMES | HONORIFICS]
-    wb = [fold(w) for w in WORD_RE.findall(b) if w[:1].isupper() and w.lower() not in NOT_NAMES | HONORIFICS]
-    wa, wb = [w for w in wa if w not in ("jr", "sr", "ii", "iii")], [w for w in wb if w not in ("jr", "sr", "ii", "iii")]
+    wa, wb = _name_words(a), _name_words(b)
     return len(wa) >= 2 and len(wb) >= 2 and wa[-1] == wb[-1] and wa[0][:1] == wb[0][:1]
 
 
@@ -375,11 +384,11 @@ def bind(claim: str, evidence: Sequence[Evidence], prompt: Optional[str] = None
     out, notes = [], []
     for ev in evidence:
         about = passage_subject(ev)
-        if (is_about(ev, subject, about) or any(same_subject(r, about) for r in named)
-                or name_keys(about) <= head_words):
+        own = is_about(ev, subject, about)
+        if own or any(same_subject(r, about) for r in named) or name_keys(about) <= head_words:
             # the passage's own subject, or the claim's grammatical subject is theirs ("Pierre Curie
             # married her"; "Einstein's theory of relativity was ..." against "Theory of relativity")
-            out.append(_headed(ev, subject, about))
+            out.append(_headed(ev, subject) if own and about is not None and _untitled(ev) else ev)
             continue
         bound = restrict(ev, subject)
         notes.append({"passage": about, "subject": subject, "dropped": bound is None})
@@ -388,13 +397,11 @@ def bind(claim: str, evidence: Sequence[Evidence], prompt: Optional[str] = None
     return out, notes
 
 
-def _headed(ev: Evidence, subject: str, about: Optional[str]) -> Evidence:
+def _headed(ev: Evidence, subject: str) -> Evidence:
     """A passage pasted without a title, found to be about the claim's subject from its opening,
     headed with that subject's name as the judge reads titled passages ("Lyndon B. Johnson:
     Lyndon Baines Johnson, also known as LBJ, was ..."): without a head it judged a third more
     of such passages' own facts unsupported (docs/RESULTS.md)."""
-    if about is None or not _untitled(ev) or not is_about(ev, subject, about):
-        return ev
     return replace(ev, text=f"{subject}: {ev.text}")
 
 
@@ -407,6 +414,7 @@ _BACK_REFERENCE = re.compile(
     re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1024)  # the loop asks again for the trace, and for each candidate
 def off_subject(sentence: str, subject: Optional[str]) -> Optional[str]:
     """The other subject a sentence of an answer about `subject` is about, or None (issue 56):
     its grammatical subject names someone or something else ("Sviatoslav I Igorevich was Prince
