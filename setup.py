@@ -91,7 +91,8 @@ setup(
         "fastapi>=0.110",  # `ewe serve` (ewe/serving/)
         "uvicorn>=0.29",
     ],
-    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6", "openai>=1.30", "httpx>=0.27"],
+    extras_require={"dev": ["pytest>=8", "ninja", "hypothesis>=6", "openai>=1.30", "httpx>=0.27",
+                            "langchain-openai>=0.3"],  # a framework client in tests/test_serve_langchain.py
                     "ray": ["ray==2.60.0"]},  # `ewe run --ray`, `ewe eval run --ray`: ewe/ray_pool.py
     entry_points={"console_scripts": ["ewe=ewe.cli:main"]},
     package_data={"ewe": ["py.typed", "judge/weights/*.json", "judge/weights/*/*.json", "judge/weights/*/*.safetensors",

@@ -173,10 +173,10 @@ class Runtime:
         need_evidence: raise if there is no datastore to find evidence in (every check would
         fail); False when the caller gives the evidence itself.
         """
-        from .retrieval.evidence import DatastoreEvidence
+        from .verify.datastore_evidence import DatastoreEvidence
 
         if self._fact_checker is None:
-            from .verify.factory import build_fact_checker
+            from .checker_factory import build_fact_checker
 
             # the datastore opens on the first search, not here: checks that bring their own
             # evidence (ewe check --input with "evidence" on every case) never build it

@@ -126,21 +126,45 @@ def test_no_import_cycles(on_load):
     graph = {_module_name(p): _imports(p, modules, on_load) for p in EWE_FILES}
     assert graph["ewe.cli"] and graph["ewe.bench.run"]  # the walk finds imports
 
+    assert _cycles(graph) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
     cycles, state = [], {}
 
-    def visit(module: str, path: list[str]) -> None:
-        state[module] = "open"
-        for dep in sorted(graph[module]):
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for dep in sorted(graph[node]):
             if state.get(dep) == "open":
                 cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
             elif dep not in state:
                 visit(dep, path + [dep])
-        state[module] = "done"
+        state[node] = "done"
 
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
-    assert cycles == []
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return cycles
+
+
+def test_subpackages_are_layered():
+    """No subpackage imports another that imports it back, directly or through others (issue 58):
+    retrieval < verify < judge < eval, controller < methods, data < judge. Imports inside
+    functions count; ewe's top-level modules (runtime.py, api.py, checker_factory.py, ...) compose
+    the subpackages and are left out."""
+    modules = {_module_name(p) for p in EWE_FILES}
+    packages = {p.parent.name for p in EWE_FILES if p.name == "__init__.py" and p.parent.parent.name == "ewe"}
+
+    def package(module: str):
+        part = module.split(".")[1] if module.count(".") else None
+        return part if part in packages else None
+
+    graph: dict[str, set[str]] = {pkg: set() for pkg in packages}
+    for p in EWE_FILES:
+        if (pkg := package(_module_name(p))) is not None:
+            graph[pkg] |= {d for m in _imports(p, modules, on_load=False) if (d := package(m)) not in (None, pkg)}
+    assert {"controller", "verify", "judge"} <= packages and graph["eval"]  # the walk finds packages and imports
+    assert _cycles(graph) == []
 
 
 def test_a_method_is_one_module_and_the_configuration_names_none():

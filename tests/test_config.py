@@ -79,7 +79,7 @@ def test_cli_choices_are_read_from_the_types():
     from typing import get_args
 
     from ewe.cli import _choices
-    from ewe.controller.method import Trigger
+    from ewe.methods.ewe import Trigger
 
     assert _choices("controller", "verify_trigger") == list(get_args(Trigger))
     assert _choices("model", "dtype") == ["float32", "bfloat16", "float16"]

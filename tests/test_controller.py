@@ -309,7 +309,7 @@ def test_candidate_rewrites_are_judged_together_and_a_supported_one_is_kept():
 
 def test_evidence_from_a_datastore_cites_its_place_in_the_source():
     from ewe.retrieval.datastore import Hit
-    from ewe.retrieval.evidence import hit_to_evidence
+    from ewe.verify.datastore_evidence import hit_to_evidence
 
     e = hit_to_evidence(Hit(7, 0.5, "Paris: the capital.", "Paris", "wiki:Paris", 120, 133, body_start=7))
     assert e.cite() == {"title": "Paris", "source_id": "wiki:Paris#7", "start": 120, "end": 133, "score": 0.5}

@@ -96,7 +96,7 @@ def datastore(tmp_path_factory):
 
 def test_retrieved_references_name_the_passage_a_reader_can_open(datastore):
     from ewe.retrieval.corpus import read_corpus
-    from ewe.retrieval.evidence import DatastoreEvidence
+    from ewe.verify.datastore_evidence import DatastoreEvidence
 
     docs = {d.id: d for d in read_corpus(CORPUS)}
     text = ("Alexander Fleming discovered the antibacterial effect of penicillin in 1928 at St. Mary's Hospital in "

@@ -8,6 +8,7 @@ import pytest
 
 from ewe.config import EWEConfig
 from ewe.eval.scorer import Scorer
+from ewe.judge.checker import shipped_judge
 from ewe.runtime import Runtime
 from ewe.verify import FactChecker, StaticEvidenceSource
 from ewe.verify.redundancy import CONTAINED, EXACT, MUTUAL, SAME_WORDS, Redundancy, select_unique
@@ -58,7 +59,7 @@ def test_lexical_rules_link_reordered_words_and_keep_numbers_and_negation_apart(
 
 @pytest.fixture(scope="module")
 def redundancy():
-    return Redundancy()
+    return Redundancy(shipped_judge)
 
 
 def test_the_judge_links_a_paraphrase_and_not_different_facts(redundancy):

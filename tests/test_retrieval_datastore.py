@@ -489,7 +489,7 @@ def test_default_datastore_cache(tmp_path, monkeypatch, tok, emb):
 
 
 def test_datastore_serves_the_fact_checker_as_an_evidence_source(store):
-    from ewe.retrieval.evidence import DatastoreEvidence
+    from ewe.verify.datastore_evidence import DatastoreEvidence
     from ewe.verify import EvidenceSource
 
     src = DatastoreEvidence(store, dedup_sources=True)

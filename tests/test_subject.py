@@ -241,7 +241,7 @@ def test_fact_checker_drops_another_persons_passage_before_judging():
 
 def test_the_setting_reaches_the_fact_checker():
     from ewe.config import CheckerConfig
-    from ewe.verify.factory import build_fact_checker
+    from ewe.checker_factory import build_fact_checker
 
     assert CheckerConfig().bind_subjects is True
     fc = build_fact_checker(CheckerConfig(backend="alignment", bind_subjects=False), evidence=None)
@@ -317,7 +317,7 @@ def test_marie_is_not_supported_by_a_passage_that_compares_wu_to_her(shipped):
 @pytest.mark.slow
 def test_binding_accuracy_on_the_labelled_set():
     """The whole pipeline over 446 items: three minutes on two idle CPU cores, more on busy ones."""
-    from ewe.eval.binding import evaluate_binding
+    from ewe.judge.binding import evaluate_binding
 
     report = evaluate_binding()
     assert report["balanced_accuracy"] >= 0.90, report
@@ -327,10 +327,30 @@ def test_binding_accuracy_on_the_labelled_set():
 def test_binding_accuracy_on_plain_passages():
     """The same set with each passage as users paste it (no "Title (description):" head): whom it
     is about is read from its text. 0.796 before issue 57."""
-    from ewe.eval.binding import evaluate_binding
+    from ewe.judge.binding import evaluate_binding
 
     report = evaluate_binding(plain=True)
     assert report["balanced_accuracy"] >= 0.95, report
+    assert set(report["per_swap"]) == {"name", "pronoun", "possessive"}, report
+    assert all(figure >= 0.95 for figure, _ in report["per_swap"].values()), report["per_swap"]
+
+
+def test_per_swap_pairs_each_kind_of_swap_with_its_own_controls():
+    from ewe.judge.binding import per_swap
+
+    def row(kind, opening="Johnson"):
+        return {"kind": kind, "source_sentence": f"{opening} was vice president."}
+
+    rows = [row("control"), row("swap"), row("namesake"), row("pronoun-own", "His"), row("pronoun-other", "Her"),
+            row("control", "His")]
+    gold = [True, False, False, True, False, True]
+    pred = [True, True, False, True, False, False]  # a swap let through, a possessive control rejected
+    assert per_swap(rows, gold, pred) == {
+        "name": [0.5, 4],  # controls right 1/2, swaps caught 1/2
+        "pronoun": [1.0, 2],
+        "possessive": [0.75, 3],  # its controls right 1/2 (the "His" one missed), its swap caught 1/1
+    }
+    assert "pronoun" not in per_swap(rows[:3], gold[:3], pred[:3])  # no pair of that kind: no figure
 
 
 # --- sentences of an answer about another subject (issue 56) ----------------------------------
@@ -364,7 +384,7 @@ def test_a_sentence_about_the_subject_is_not(sentence, subject):
 
 
 def test_the_release_check_fails_a_judge_that_binds_worse_than_the_shipped_one(monkeypatch):
-    from ewe.eval import binding
+    from ewe.judge import binding
 
     figures = {"judges/new": 0.91, "minilm-cross": 0.96}
     seen = []

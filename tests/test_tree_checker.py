@@ -8,7 +8,7 @@ import pytest
 from ewe.config import ConfigError, EWEConfig
 from ewe.controller.trace import check_event, render
 from ewe.verify import FactChecker, StaticEvidenceSource
-from ewe.verify.factory import build_fact_checker
+from ewe.checker_factory import build_fact_checker
 from ewe.verify.tree import TreeChecker, parse_sub_claims
 from ewe.verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED, Claim, Evidence, Verdict
 

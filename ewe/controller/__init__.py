@@ -6,7 +6,10 @@
     trace.py      Trace: every event as JSON-ready data; render() for people
     rewrites.py   candidate rewrites: N decoded as one batch branched from the cropped cache
     controlled_run.py  ControlledRun: the loop's hook that pauses, refreshes, checks, backtracks
-    method.py     EWEMethod: the method "ewe" (plain decoding, or the controlled run per prompt)
+    rows.py       several controlled runs as the rows of one loop (controller.batch_rows)
+
+The method "ewe" that runs it (plain decoding, or a controlled run per prompt) and its settings,
+the configuration's `controller` section, are ewe/methods/ewe.py.
 """
 from importlib import import_module
 
@@ -16,7 +19,7 @@ from .trace import Trace, render
 __all__ = ["ControlledRun", "Sentence", "SentenceTracker", "Trace", "render"]
 
 
-def __getattr__(name: str):  # the run (and torch with it) loads on first use, not with the method's settings
+def __getattr__(name: str):  # the run (and torch with it) loads on first use
     if name == "ControlledRun":
         return import_module(".controlled_run", __name__).ControlledRun
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,6 +21,7 @@ import torch
 
 from ..engine import BanFirstTokens, Branch, Hook, Rewind, Sampler, TokenLoop
 from ..engine.watch import answer_watchers
+from ..judge.checker import shipped_judge
 from ..result import GenerationResult
 from ..retrieval.in_prompt import UNIT_TEXTS
 from ..stats import ControlledStats
@@ -73,7 +74,7 @@ class ControlledRun(Hook):
         self.in_prompt: dict[str, None] = {}
         self.banned = BanFirstTokens(self.tracker)  # after `drop`: first tokens of the dropped sentences
         self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
-        self.redundancy = Redundancy()  # which claims the answer already holds (the shipped judge, on first use)
+        self.redundancy = Redundancy(shipped_judge)  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
         self.rejected_by_rule: Counter = Counter()

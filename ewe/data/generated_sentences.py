@@ -45,7 +45,7 @@ def sentences(run_path: Path, method: Optional[str] = None) -> list[dict]:
 
 def claims(run_path: Path, method: Optional[str] = None) -> list[dict]:
     """One row per claim of each sentence, as the loop's checker extracts it."""
-    from ..judge.data import is_held_out
+    from .splits import is_held_out
     from ..verify.claims import RuleClaimExtractor
 
     extractor = RuleClaimExtractor()

@@ -4,7 +4,7 @@ prompt's subject has an article in the datastore (and the score can check agains
     bio       "Tell me a bio of <person>."  (articles with topic People; the paper's Biography)
     objects   "What can you tell me about <entity>?"  (other topics, LongFact-objects-style)
     summaries "Summarize the article below ..." with the article given as the prompt's passage
-              (articles the judges never train on: judge.data.is_held_out), scored against that
+              (articles the judges never train on: data.splits.is_held_out), scored against that
               article only ("score_against": "source"): PrefixNLI's task, the source given
 
 The appendix A suffix ("Provide as many specific details and examples as possible ...")
@@ -66,7 +66,7 @@ def prompt_set(name: str, n: int = 30, seed: int = 0, suffix: str | None = SUFFI
 
 def summary_set(entries: list[dict], n: int, rng: random.Random) -> list[dict]:
     """Articles held out from the judges' training with at least 400 characters, the article given."""
-    from ..judge.data import is_held_out
+    from .splits import is_held_out
 
     pool = sorted((e for e in entries if len(e["extract"]) >= 400 and is_held_out(e["title"])), key=lambda e: e["title"])
     return [{"id": f"summaries-{i:04d}", "prompt": SUMMARY_PROMPT, "passages": [wiki.passage(e["title"])],

@@ -18,7 +18,7 @@ the answer away. Only B's article is ever shown, so a claim is never true of A b
 pairs where B's article names A are left out.
 
 Kept out of the judge's training: B (the only passage a judge reads) is always an article
-`ewe.judge.data.is_held_out` holds out of the shipped judge's training data. The committed file
+`ewe.data.splits.is_held_out` holds out of the shipped judge's training data. The committed file
 (tests/data/subject/binding.jsonl) is what tests read; rebuild with
 `python -m ewe.data.subject_set`. Deterministic by seed.
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import files
-from ..judge.data import is_held_out
+from .splits import is_held_out
 from ..verify.subject import HONORIFICS, name_keys, name_runs
 from ..verify.text import fold, split_sentences
 from ..verify.types import SUPPORTED, UNSUPPORTED

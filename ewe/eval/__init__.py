@@ -6,7 +6,6 @@
     report.py    Markdown / CSV table, PNG plots, one HTML page, an audit sample
     cli.py       `ewe eval prompts | score | run`
     checker_accuracy.py  a checker's balanced accuracy on the labelled set (ewe.data.labelled_set)
-    binding.py   subject binding end to end on ewe.data.subject_set (`ewe judge eval-binding`)
     critics.py   `ewe eval critics`: the Critics benchmark (Med-Critics-style texts with known falsified
                  sentences, falsify.py makes them) and a critic's precision / recall / F1 at finding them
 

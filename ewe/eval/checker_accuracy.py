@@ -6,16 +6,9 @@ import time
 from collections import defaultdict
 from typing import Iterable, Optional
 
+from ..judge.metrics import balanced_accuracy
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
-
-
-def balanced_accuracy(gold: list[bool], pred: list[bool]) -> float:
-    """Mean of the recall on true items and the recall on false items."""
-    pos = [p for g, p in zip(gold, pred) if g]
-    neg = [not p for g, p in zip(gold, pred) if not g]
-    parts = [sum(x) / len(x) for x in (pos, neg) if x]
-    return sum(parts) / len(parts) if parts else float("nan")
 
 
 def run_items(fc: FactChecker, items: Iterable[dict], gold_evidence: bool = True) -> list[dict]:

@@ -2,7 +2,7 @@
 analysis.txt, 4.1): texts with a known set of falsified claims, and a critic's precision, recall and
 F1 at finding them.
 
-A text is the summary of one embedded-Wikipedia article no judge trained on (judge.data.is_held_out),
+A text is the summary of one embedded-Wikipedia article no judge trained on (data.splits.is_held_out),
 5 to 15 of its sentences, each made self-contained as the judge data does (a leading pronoun becomes
 the subject). A text with errors has 1 to 3 of them (at most a third) falsified, one edit each
 (falsify.py); each edit's category is chosen first, the least used one the text allows, so the
@@ -22,7 +22,8 @@ from typing import Optional
 
 from ..files import atomic_write, read_jsonl
 from ..judge import data as judge_data
-from ..judge.data import Article, is_held_out
+from ..data.splits import is_held_out
+from ..judge.data import Article
 from ..verify.text import split_sentences
 from .falsify import CATEGORIES, Falsifier
 from .falsify_independent import IndependentFalsifier

@@ -33,8 +33,8 @@ EVIDENCE = ("given", "retrieved")
 
 def _critic(runtime, name: str, settings: dict):
     from ..critique import Critic
-    from ..retrieval.evidence import DatastoreEvidence
-    from ..verify.factory import build_fact_checker
+    from ..verify.datastore_evidence import DatastoreEvidence
+    from ..checker_factory import build_fact_checker
 
     cfg = runtime.config.checker.model_copy(update=settings)
     evidence = DatastoreEvidence(None, opener=lambda: runtime.datastore)

@@ -3,7 +3,7 @@ give it the year of another event of the same passage, or change a scale word, e
 against that passage as `ewe check` would.
 
 From the embedded Wikipedia summaries of articles the shipped judge never trained on
-(`ewe.judge.data.is_held_out`), in pairs on the same passage:
+(`ewe.data.splits.is_held_out`), in pairs on the same passage:
 
 * year-swap: a sentence holding one year, given the year of another sentence of the passage
   -> unsupported; control: the sentence as written -> supported.
@@ -24,7 +24,7 @@ import time
 from typing import Optional
 
 from ..argtypes import positive_int, seed
-from ..judge.data import is_held_out
+from ..data.splits import is_held_out
 from ..verify.text import numbers, split_sentences
 from ..verify.types import SUPPORTED, UNSUPPORTED
 

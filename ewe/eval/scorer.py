@@ -27,11 +27,12 @@ class Scorer:
     generates, so the generator is loaded only if the checker itself asks a model."""
 
     def __init__(self, runtime, use_articles: bool = True, redundancy=None):
+        from ..judge.checker import shipped_judge
         from ..verify.redundancy import Redundancy
 
         self.runtime = runtime
         self.use_articles = use_articles
-        self.redundancy = redundancy or Redundancy()  # the shipped judge links claims that restate each other
+        self.redundancy = redundancy or Redundancy(shipped_judge)  # the shipped judge links claims that restate each other
 
     @property
     def checker_name(self) -> str:

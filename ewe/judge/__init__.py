@@ -5,6 +5,8 @@
     train.py     `ewe judge train`: seeded, resumable, safetensors + manifest
     checker.py   Judge (a trained folder) and JudgeChecker, the `checker.backend: judge`
     evaluate.py  `ewe judge eval`: judges on the hand-labelled generated sentences
+    binding.py   `ewe judge eval-binding`: subject binding end to end on ewe.data.subject_set, and
+                 the release check every retrain passes
     bench.py     `ewe bench judge`: a check's cost in the generator's decode steps
 
 docs/JUDGE.md says why it is built this way and what it measures.

@@ -60,7 +60,7 @@ def cmd_train(args) -> int:
     print(json.dumps(manifest["held_out"], indent=2))
     if args.claim_only or not args.release_check:
         return 0
-    from ..eval.binding import release_check
+    from .binding import release_check
 
     check = release_check(str(Path(args.out)))
     print(json.dumps({"release_check": check}, indent=2))
@@ -211,7 +211,7 @@ def add_judge_commands(sub) -> None:
                    "threshold when checker.judge_threshold is null")
     o.set_defaults(func=cmd_operating_point)
 
-    from ..eval.binding import add_arguments, run
+    from .binding import add_arguments, run
 
     b = jsub.add_parser("eval-binding", help="subject binding: balanced accuracy on claims checked against a passage "
                         "about someone else (tests/data/subject/binding.jsonl)")

@@ -32,12 +32,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+from ..data.splits import HELD_OUT_FRACTION, is_held_out
 from ..verify.claims import RuleClaimExtractor, find_subject
 from ..verify.text import numbers, split_sentences
 from ..verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED
 from .rewrites import Rewriter
 
-HELD_OUT_FRACTION = 5  # one article in five is held out (test)
 HEDGES = (
     "Reportedly, {}", "It is said that {}", "According to some sources, {}", "It is believed that {}",
     "Historians note that {}", "Some say that {}", "It has been reported that {}", "By most accounts, {}",
@@ -70,11 +70,6 @@ DEMONYM = re.compile(r"(?:ish|an|ese|ian|ch|i|ek)$")  # "Polish", "German", "Fre
 MONTHS = ("January February March April May June July August September October November December").split()
 _DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{3,4})\b")
 _MONTH_DAY_YEAR = re.compile(r"\b(" + "|".join(MONTHS) + r") (\d{1,2}), (\d{3,4})\b")
-
-
-def is_held_out(title: str) -> bool:
-    """The article-level split: the same title is held out on every machine and every run."""
-    return int(hashlib.sha256(title.encode("utf-8")).hexdigest(), 16) % HELD_OUT_FRACTION == 0
 
 
 @dataclass

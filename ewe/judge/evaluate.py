@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from ..data import wiki
-from ..eval.checker_accuracy import balanced_accuracy
+from .metrics import balanced_accuracy
 from ..verify.factchecker import FactChecker
 from ..verify.types import NOT_CHECKABLE, SUPPORTED, Evidence
 from .data import read

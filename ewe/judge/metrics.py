@@ -3,7 +3,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..eval.checker_accuracy import balanced_accuracy
+
+def balanced_accuracy(gold: list[bool], pred: list[bool]) -> float:
+    """Mean of the recall on true items and the recall on false items."""
+    pos = [p for g, p in zip(gold, pred) if g]
+    neg = [not p for g, p in zip(gold, pred) if not g]
+    parts = [sum(x) / len(x) for x in (pos, neg) if x]
+    return sum(parts) / len(parts) if parts else float("nan")
 
 
 def binary_report(gold: list[bool], pred: list[bool], kinds: list[str]) -> dict:

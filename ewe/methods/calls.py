@@ -13,9 +13,10 @@ def without_repeats(runtime, text: str, prompt: str, trace, extractor=None, cut_
     `cut_off`: the token budget ended the text (its last sentence may be unfinished)."""
     if not runtime.config.checker.reject_repeats or not text.strip():
         return text
+    from ..judge.checker import shipped_judge
     from ..verify.redundancy import Redundancy, drop_repeats
 
-    kept, dropped = drop_repeats(Redundancy(), extractor, text, prompt, cut_off)
+    kept, dropped = drop_repeats(Redundancy(shipped_judge), extractor, text, prompt, cut_off)
     if dropped:
         trace.add("repeats_dropped", dropped=dropped)
     return kept

@@ -41,7 +41,7 @@ class JoiningRequest:
 
 
 BUILT_IN = {  # name -> "module:class"
-    "ewe": "ewe.controller.method:EWEMethod",
+    "ewe": "ewe.methods.ewe:EWEMethod",
     "cove": "ewe.methods.cove:CoVe",
     "streaming-vr": "ewe.methods.verify_refine:VerifyRefine",
     "full-vr": "ewe.methods.verify_refine:FullVR",

@@ -126,9 +126,10 @@ class VerifyRefine(CheckedMethod):
 
     def _redundancy(self, run: _Run):
         if run.redundancy is None:
+            from ..judge.checker import shipped_judge
             from ..verify.redundancy import Redundancy
 
-            run.redundancy = Redundancy()
+            run.redundancy = Redundancy(shipped_judge)
         return run.redundancy
 
     def _text_repeats(self, run: _Run, text: str, context: str, cut_off: bool = False) -> tuple[list[dict], list[str]]:

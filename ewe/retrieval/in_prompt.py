@@ -9,11 +9,15 @@ becomes the default (config retrieval.prompt_format).
 """
 from __future__ import annotations
 
+import re
 from typing import Callable
 
-from ..verify.text import SOURCE_NOTE
 from .chunking import split_passage
 
+# How a prompt's passage that does not name its article says whom it is about (passage_body); a
+# small model copies it into its answer, where it is no claim (without_source_notes)
+SOURCE_NOTE = "(from the article on {title})"
+_SOURCE_NOTE = re.compile(r"\s*\(from the article on [^)\n]*\)?")
 
 AFTER_LABEL = "Use this background:"
 
@@ -38,6 +42,12 @@ def articles(prompt: str, passages: list[str]) -> str:
     joined = "\n\n".join(parts)
     return f"{joined}\n\n{prompt}"
 
+
+
+def without_source_notes(text: str) -> str:
+    """`text` without copied source notes ("... Vietnam. (from the article on Nguyễn dynasty)"),
+    a cut-off one included."""
+    return _SOURCE_NOTE.sub("", text)
 
 def passage_body(passage: str) -> str:
     """A passage's text without its "Title (description):" head. A passage whose text does not

@@ -6,6 +6,7 @@
     claims.py        RuleClaimExtractor (clause splitter), LLMClaimExtractor (VeriScore-style)
     prompts.py       extraction / verification prompts and their parsers
     embedding.py     MiniLM encoder, EmbeddingEvidenceSource, StaticEvidenceSource
+    datastore_evidence.py  DatastoreEvidence: evidence from a retrieval datastore (ewe.retrieval)
     alignment.py     AlignmentChecker: the offline default backend (ewe.judge: the trained judge, experimental)
     nli.py           NLIChecker: any local HF sequence-classification NLI checkpoint
     llm_judge.py     LLMJudgeChecker: any llm(prompt) -> str
@@ -13,7 +14,6 @@
     tree.py          TreeChecker: ITA, each claim verified through a tree of sub-claims
     subject.py       subject binding: a passage about someone else keeps only what names the claim's subject
     factchecker.py   FactChecker.check_sentence: extractor + evidence + subject binding + backend
-    factory.py       build_fact_checker: a FactChecker from the configuration's checker section
 
 Measuring a checker: ewe.eval.checker_accuracy on ewe.data.labelled_set, and ewe.judge.
 

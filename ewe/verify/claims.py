@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..retrieval.in_prompt import without_source_notes
 from .prompts import extraction_prompt, parse_claim_list
 from .protocols import LLM, Extraction
-from .text import NAME_PARTICLES, NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans, without_source_notes
+from .text import NAME_PARTICLES, NOT_NAMES, WORD_RE, as_statement, name_words, sentence_spans
 from .types import Claim
 
 AUX = {

@@ -93,19 +93,20 @@ class Grouping:
 
 
 class Redundancy:
-    """Claim-to-claim entailment by a judge (anything with `probabilities(claims, passages)`,
-    ewe.judge.checker.Judge), loaded on first use when given by name."""
+    """Claim-to-claim entailment by a judge: anything with `probabilities(claims, passages)`
+    (ewe.judge.checker.Judge), or a function of no argument that returns one, called on first
+    use (ewe.judge.checker.shipped_judge: a run that never asks loads no judge)."""
 
-    def __init__(self, judge=None, threshold: float = 0.5):
+    def __init__(self, judge, threshold: float = 0.5):
+        if judge is None or isinstance(judge, str):
+            raise TypeError("Redundancy needs a judge or a function that loads one, e.g. ewe.judge.checker.shipped_judge")
         self._judge = judge
         self.threshold = threshold
 
     @property
     def judge(self):
-        if self._judge is None or isinstance(self._judge, str):
-            from ..judge.checker import load_judge
-
-            self._judge = load_judge(self._judge or "minilm-cross")
+        if not hasattr(self._judge, "probabilities"):
+            self._judge = self._judge()
         return self._judge
 
     def _support(self, hypotheses: Sequence[str], premises: Sequence[str]) -> list[float]:

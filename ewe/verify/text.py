@@ -236,19 +236,6 @@ def is_negated(text: str) -> bool:
     return negation_count(text) > 0
 
 
-# --- lines that are not sentences --------------------------------------------------
-
-# How a prompt's passage that does not name its article says whom it is about (retrieval/in_prompt.py);
-# a small model copies it into its answer, where it is no claim
-SOURCE_NOTE = "(from the article on {title})"
-_SOURCE_NOTE = re.compile(r"\s*\(from the article on [^)\n]*\)?")
-
-
-def without_source_notes(text: str) -> str:
-    """`text` without copied source notes ("... Vietnam. (from the article on Nguyễn dynasty)"),
-    a cut-off one included."""
-    return _SOURCE_NOTE.sub("", text)
-
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\(?\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__")

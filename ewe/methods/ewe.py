@@ -1,6 +1,6 @@
 """EWE as a registered method: plain memory-augmented decoding of a batch (bare and +RA), or,
 with the controller on, each prompt through the pause / check / backtrack hook
-(controlled_run.py). Its settings are the configuration's `controller` section."""
+(ewe/controller/controlled_run.py). Its settings are the configuration's `controller` section."""
 from __future__ import annotations
 
 from typing import Literal
@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..settings import Settings
-from ..methods.registry import Method, run_one
+from .registry import Method, run_one
 
 Trigger = Literal["never", "interval", "entropy", "min_prob"]
 FeedbackForm = Literal["refuting", "supporting", "instruction"]
@@ -122,8 +122,8 @@ class EWEMethod(Method):
         return config.controller.active and config.controller.batch_rows
 
     def run_joining(self, take, capacity: int, dec) -> None:
-        from .controlled_run import ControlledRun
-        from .rows import RowRequest, decode_rows
+        from ..controller.controlled_run import ControlledRun
+        from ..controller.rows import RowRequest, decode_rows
 
         rt = self.runtime
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
@@ -141,8 +141,8 @@ class EWEMethod(Method):
         rt = self.runtime
         if not rt.config.pauses:
             return rt.generate_plain(prompts, rows, dec, answer=True)
-        from .controlled_run import ControlledRun
-        from .rows import run_rows
+        from ..controller.controlled_run import ControlledRun
+        from ..controller.rows import run_rows
 
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
         runs = [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]

@@ -3,7 +3,7 @@ checked against a passage about someone else) through the whole checker, as `ewe
 runs it: rule claims (pronouns resolved from the prompt), subject binding, a judge, the
 passage given as plain text. A claim set is predicted supported when every claim is.
 
-    python -m ewe.eval.binding [--no-bind]     (also: ewe judge eval-binding)
+    python -m ewe.judge.binding [--no-bind]     (also: ewe judge eval-binding)
 
 `--no-bind` turns the binding off (checker.bind_subjects: false): the figure before it.
 `--plain` gives each passage as users paste it: its text without the "Title (description):"
@@ -19,6 +19,7 @@ from typing import Optional
 
 from ..argtypes import positive_int, seed
 from ..data.subject_set import DEFAULT_PATH, load_subject_set
+from .metrics import balanced_accuracy
 from ..retrieval.chunking import split_passage
 from ..verify.factchecker import FactChecker
 from ..verify.types import SUPPORTED
@@ -29,8 +30,8 @@ def evaluate_binding(path: Path | str = DEFAULT_PATH, judge: str = "minilm-cross
     """Balanced accuracy (supported vs not) over the set, and per kind of item the share judged
     right; `limit`: the first N items only; `plain`: passages without their heads; `rows`: items
     built here (ewe.data.subject_set) instead of the file at `path`."""
-    from ..judge.checker import JudgeChecker
-    from ..judge.metrics import binary_report
+    from .checker import JudgeChecker
+    from .metrics import binary_report
 
     rows = (rows if rows is not None else load_subject_set(path))[:limit]
     fc = FactChecker(JudgeChecker(judge), bind_subjects=bind)
@@ -38,10 +39,36 @@ def evaluate_binding(path: Path | str = DEFAULT_PATH, judge: str = "minilm-cross
     pred = [fc.check_sentence(r["claim"], prompt=r.get("prompt"),
                               evidence=[split_passage(r["evidence"])[2] if plain else r["evidence"]]).verdict == SUPPORTED
             for r in rows]
-    report = binary_report([r["label"] == SUPPORTED for r in rows], pred, [r["kind"] for r in rows])
+    gold = [r["label"] == SUPPORTED for r in rows]
+    report = binary_report(gold, pred, [r["kind"] for r in rows])
     report["balanced_accuracy"] = round(report["balanced_accuracy"], 4)
+    report["per_swap"] = per_swap(rows, gold, pred)
     report.update(judge=judge, bind_subjects=bind, plain=plain, seconds=round(time.perf_counter() - t, 1))
     return report
+
+
+SWAPS = {"name": ("swap", "namesake", "control"), "pronoun": ("pronoun-other", "pronoun-own")}
+
+
+def possessive(row: dict) -> bool:
+    """The sentence of the passage opened with His/Her (issue 57's possessive openings)."""
+    return row.get("source_sentence", "").startswith(("His ", "Her "))
+
+
+def per_swap(rows: list[dict], gold: list[bool], pred: list[bool]) -> dict:
+    """Balanced accuracy per kind of swap with its controls: name (swaps and namesakes against
+    the sentence given to its own subject), pronoun (a he/she sentence under another person's
+    prompt against the same under its own), possessive (every item whose sentence opens with
+    His/Her, whichever kind): [figure, items]."""
+    groups = {k: [r["kind"] in kinds for r in rows] for k, kinds in SWAPS.items()}
+    groups["possessive"] = [possessive(r) for r in rows]
+    out = {}
+    for name, member in groups.items():
+        g = [x for x, m in zip(gold, member) if m]
+        p = [x for x, m in zip(pred, member) if m]
+        if any(g) and not all(g):
+            out[name] = [round(balanced_accuracy(g, p), 4), len(g)]
+    return out
 
 
 def release_check(judge: str, against: str = "minilm-cross") -> dict:

@@ -1,14 +1,15 @@
 """The datastore seen by the fact-checker: `verify.EvidenceSource` over `Datastore.search`.
 
-The checker only knows the EvidenceSource protocol; this adapter is the one place the
-two packages meet, so evidence passages are the same chunks memory units are made of.
+The checker only knows the EvidenceSource protocol; this adapter reads the retrieval package's
+datastore (verify uses retrieval, never the reverse), so evidence passages are the same chunks
+memory units are made of.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ..verify.types import Evidence
-from .datastore import Datastore, Hit
+from ..retrieval.datastore import Datastore, Hit
+from .types import Evidence
 
 
 def hit_to_evidence(hit: Hit) -> Evidence:
