@@ -136,14 +136,16 @@ class CheckerConfig(Settings):
     reject_degenerate: bool = Field(
         True, description="EWE's loop: a sentence that is no answer fails its check whatever its claims "
         "(ewe/verify/degenerate.py; trace reasons 'loop': it repeats a clause of its own, 'meta': it talks to "
-        "the user or about the answer, 'garbled': fused or tripled words, or another language than the "
+        "the user or about the answer, 'heading': a passage's \"Title (description)\" head or a \"Label: value\" "
+        "field on its own line, 'garbled': fused or tripled words, or another language than the "
         "prompt's), and no candidate rewrite of that kind is kept"
     )
     reject_off_subject: bool = Field(
-        True, description="EWE's loop: a sentence about another subject than the prompt's fails its check "
-        "whatever its claims (trace reason 'off_subject'): its grammatical subject names someone or something "
-        "else and it neither names the prompt's subject nor refers back to it by a personal pronoun "
-        "(ewe/verify/subject.py off_subject)"
+        True, description="EWE's loop, for a prompt that asks about a person (a bio of, who was): a sentence "
+        "about someone else fails its check whatever its claims (trace reason 'off_subject'): its grammatical "
+        "subject names someone or something else and it neither names the prompt's person nor refers back to "
+        "them by a personal pronoun (ewe/verify/subject.py off_subject). Other prompts (a temple, a game) are "
+        "left alone: their answers name builders and makers"
     )
     judge_threshold: Optional[float] = Field(
         None, gt=0, lt=1, description="judge: P(supported) above which a claim is supported; null: the judge's "

@@ -74,7 +74,7 @@ class ControlledStats(_Stats):
     backtracks: int
     rejected_sentences: int  # answer positions whose sentence failed a check (dropped ones included)
     repeats_rejected: int  # checks failed because the sentence added no claim beyond the answer so far
-    rejected_by_rule: dict  # reason (loop, meta, garbled, off_subject) -> checks failed because the sentence is no answer
+    rejected_by_rule: dict  # reason (loop, meta, heading, garbled, off_subject) -> checks failed because the sentence is no answer
     rewritten_supported: int  # of those, the ones whose final sentence's claims were all supported
     rewritten_claimless: int  # of those, the ones whose final sentence passed only by holding no checkable claim
     candidates_decoded: int  # candidate rewrites decoded (rewrite_candidates > 1 or feedback in the prompt)

@@ -873,3 +873,6 @@ def test_a_sentence_about_someone_else_fails_its_check():
     kept = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set()),
                 checker_section={"reject_off_subject": False}).generate(PROMPT)
     assert other in kept.text
+    about_a_thing = "What can you tell me about Radium Institute?"  # a person there is a founder, not a stray
+    r = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set())).generate(about_a_thing)
+    assert other in r.text and not r.stats["rejected_by_rule"]

@@ -3,7 +3,7 @@ must leave alone. The cases are the failures read in the default's answers (issu
 sentences of the same shapes that are fine."""
 import pytest
 
-from ewe.verify.degenerate import GARBLED, LOOP, META, addresses_reader, degenerate, language, repeated_clause
+from ewe.verify.degenerate import GARBLED, HEADING, LOOP, META, addresses_reader, degenerate, language, repeated_clause
 
 BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and examples as possible "
        "(such as names of people, numbers, events, locations, dates, times, etc.)")
@@ -19,11 +19,17 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("Your bio is filled with a wealth of information about William Blackstone.", META),
     ("To add to the narrative, I'll just add a few more details.", META),
     ("Here is a bio of Black Sabbath:", META),
+    ("Here are some specific details and examples of Luís de Camões's life and work:", META),
     ("I hope this helps you understand his life.", META),
     ("The first mention of Maya Angelou in the article is in the introduction to the book.", META),
     ("L'Étoile de la Réduction, avec Jean Nicolas Arthur Rimbaud, est un artiste de la réduction.", GARBLED),
     ("Lomonosov, Mikhail Mikhailovich, Russian poet, poet, poet, poet.", GARBLED),
     ("He was born on 189december 1828 in Skien.", GARBLED),
+    ("Henrik Ibsen (Norwegian playwright and theatre director, 1828–1906)", HEADING),  # a passage's head
+    ("Peer Gynt (Play by Henrik Ibsen):", HEADING),
+    ("Suzannah Ibsen (1836–1914)  Sigurd Ibsen (Norwegian politician)", HEADING),  # a list of heads
+    ("Born: 20 March 1828", HEADING),
+    ("Place of birth: Skien, Norway", HEADING),
 ])
 def test_what_is_no_answer(sentence, why):
     assert degenerate(sentence, BIO) == why
@@ -42,6 +48,11 @@ def test_what_is_no_answer(sentence, why):
     "Ibsen was born in 1828 in Skien, a port town in Telemark, Norway.",
     "The article he published in 1905 introduced special relativity.",  # an article of the subject's
     "He was awarded the 1920s prize for the 3rd time.",  # decades and ordinals are not fused digits
+    "Henrik Ibsen (1828–1906) was a Norwegian playwright.",  # a head that goes on as a sentence
+    "In 1864 he left Norway (for Italy).",  # a sentence that ends in a parenthesis
+    'He said: "I am a poet, not a philosopher."',  # a speaker, not a field
+    'Ibsen wrote: "A community is like a ship."',
+    "His plays include A Doll's House (1879) and Ghosts (1881).",
 ])
 def test_what_is_an_answer(sentence):
     assert degenerate(sentence, BIO) is None
@@ -63,3 +74,12 @@ def test_the_language_test_needs_a_clear_language_on_both_sides():
     assert degenerate("He was a French writer who was born in Besançon and died in Paris.", prompt) == GARBLED
     # no prompt: no language to hold the sentence to
     assert degenerate("L'Étoile de la Réduction, avec Rimbaud, est un artiste de la réduction.") is None
+
+
+def test_the_heading_test_reads_a_long_line_in_one_pass():
+    """Heads in a row are matched without backtracking over where one ends (a version that let
+    spaces belong to either head took seconds at 24 heads and doubled with each one more)."""
+    from ewe.verify.degenerate import is_heading
+
+    assert not is_heading("Ibsen (playwright) " * 200 + "wrote plays.")
+    assert is_heading("Ibsen (playwright) " * 200)

@@ -253,6 +253,22 @@ def test_ban_first_tokens_bans_only_at_its_position():
     assert ban.banned == {1: {2, 4}}
 
 
+def test_an_answer_may_not_end_before_its_minimum_length():
+    """controller.min_answer_tokens: the loop's stop tokens are banned until the answer holds that
+    many tokens; then the model's end is taken as before."""
+    def run(min_tokens):
+        rec = Continuation()
+        script = {0: 2, 1: EOS, 2: EOS, 3: EOS}  # the model would end after one token
+        lp = TokenLoop(ScriptSession(lambda row: script[len(row) - 2]), Sampler(), {EOS}, 8, records=[rec],
+                       hooks=[BanFirstTokens(rec, min_tokens)])
+        lp.run(torch.full((1, 2), 9))
+        return rec.token_ids, lp.reasons[0]
+
+    assert run(0) == ([2], "eos")
+    tokens, reason = run(3)
+    assert len(tokens) == 3 and EOS not in tokens and reason == "eos"  # ended at the first chance after 3
+
+
 class RewindRow(Hook):
     """Row `row`, at its answer's token `at`: cut back to token `to` (once)."""
 

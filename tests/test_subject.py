@@ -362,6 +362,10 @@ def test_per_swap_pairs_each_kind_of_swap_with_its_own_controls():
     ("Mark Twain wrote The Adventures of Tom Sawyer.", "Arthur Conan Doyle", "Mark Twain"),
     ("The Acropolis of Athens is an ancient citadel.", "Parthenon", "Acropolis of Athens"),
     ("Henry VII founded the Tudor dynasty.", "Henry VIII", "Henry VII"),
+    # the subject's surname as another person's middle name is no mention of the subject
+    ("Alexander Graham Bell was a Scottish-born inventor.", "Martha Graham", "Alexander Graham Bell"),
+    ("Ronald Reagan, also known as Ronald Wilson Reagan, served as the 40th president.", "Woodrow Wilson",
+     "Ronald Reagan"),
 ])
 def test_a_sentence_about_someone_else_is_off_subject(sentence, subject, other):
     assert off_subject(sentence, subject) == other
@@ -377,6 +381,7 @@ def test_a_sentence_about_someone_else_is_off_subject(sentence, subject, other):
     ("Construction began in 447 BC.", "Parthenon"),  # a capitalized first word is no name
     ("Queen Victoria ruled from 1837.", "Victoria"),
     ("Henry VIII married six times.", "Henry VIII"),
+    ("Alexander Graham Bell met Martha Graham in 1920.", "Martha Graham"),  # names her too
     ("Pierre Curie was a French physicist.", None),  # no subject asked about: nothing to hold to
 ])
 def test_a_sentence_about_the_subject_is_not(sentence, subject):

@@ -25,7 +25,7 @@ from ..judge.checker import shipped_judge
 from ..result import GenerationResult
 from ..retrieval.in_prompt import UNIT_TEXTS
 from ..stats import ControlledStats
-from ..verify.claims import prompt_person
+from ..verify.claims import asks_about_person, prompt_person
 from ..verify.degenerate import degenerate
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, off_subject, passage_subject, same_subject
@@ -72,7 +72,7 @@ class ControlledRun(Hook):
         # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
         # not a set: the candidates re-read them in this order, and a set's order changes per process
         self.in_prompt: dict[str, None] = {}
-        self.banned = BanFirstTokens(self.tracker)  # after `drop`: first tokens of the dropped sentences
+        self.banned = BanFirstTokens(self.tracker, runtime.config.controller.min_answer_tokens)  # after `drop`: first tokens of the dropped sentences
         self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
         self.redundancy = Redundancy(shipped_judge)  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
@@ -83,6 +83,9 @@ class ControlledRun(Hook):
         self.unverified: list[Sentence] = []
         self.unverified_claims: dict[tuple[int, str], list[str]] = {}
         self.subject = prompt_person(prompt)  # whom retrieved passages must be about (None: any)
+        # the person a sentence must not leave for someone else: only a prompt that asks about a person
+        # ("a bio of", "who was"); an answer about a temple or a game names its builders and makers
+        self.person = self.subject if asks_about_person(prompt) else None
         # the memory's version (one more at each change) that each answer token was sampled under:
         # a greedy retry under the same memory as its attempt would write that attempt again
         self.memory_version = 0
@@ -492,7 +495,7 @@ class ControlledRun(Hook):
             if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text, another subject)
                 event.update(needs_rewrite=True, reason=why)
                 if why == "off_subject":
-                    event["about"] = off_subject(s.text, self.subject)
+                    event["about"] = off_subject(s.text, self.person)
                 rewrite = True
                 self.rejected_by_rule[why] += 1
             self.checks[(s.start, s.text)] = event
@@ -505,11 +508,11 @@ class ControlledRun(Hook):
 
     def _no_answer(self, text: str) -> str | None:
         """Why a sentence is no answer to the prompt whatever its claims: degenerate text
-        (verify/degenerate.py: "loop", "meta", "garbled") or about another subject ("off_subject",
+        (verify/degenerate.py: "loop", "meta", "heading", "garbled") or about another subject ("off_subject",
         verify/subject.py), each where the configuration rejects it."""
         ck = self.runtime.config.checker
         why = degenerate(text, self.prompt) if ck.reject_degenerate else None
-        if why is None and ck.reject_off_subject and off_subject(text, self.subject):
+        if why is None and ck.reject_off_subject and off_subject(text, self.person):
             why = "off_subject"
         return why
 

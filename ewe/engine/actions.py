@@ -238,17 +238,23 @@ class RowSampler:
 
 class BanFirstTokens(Hook):
     """A logits processor: at chosen positions of an answer, tokens it may not start with there
-    (after a dropped sentence, the answer goes on with a first token no dropped attempt had)."""
+    (after a dropped sentence, the answer goes on with a first token no dropped attempt had);
+    and, with `min_tokens`, no end of the answer (the loop's stop tokens) before it holds that
+    many tokens."""
 
-    def __init__(self, record):
+    def __init__(self, record, min_tokens: int = 0):
         self.record = record  # the answer's record (its `tokens` give the position)
         self.banned: dict[int, set[int]] = {}
+        self.min_tokens = min_tokens
 
     def ban(self, position: int, tokens) -> None:
         self.banned.setdefault(position, set()).update(tokens)
 
     def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
-        banned = self.banned.get(len(self.record.tokens))
+        position = len(self.record.tokens)
+        banned = self.banned.get(position, set())
+        if position < self.min_tokens:
+            banned = banned | set(loop.stop_ids)
         if banned:
             logits = logits.clone()
             logits[:, list(banned)] = float("-inf")

@@ -74,6 +74,11 @@ class ControllerConfig(Settings):
         "(never one that looks garbled), the last one, none (drop: the answer goes on from the sentence's "
         "start with another first word), or end the answer before it (stop)"
     )
+    min_answer_tokens: int = Field(
+        0, ge=0, le=32_768, description="the answer may not end (the model's end-of-text tokens are banned) before "
+        "it holds this many tokens, so that an answer does not stop after its first passage's content; 0: it ends "
+        "when the model ends it"
+    )
     max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
     max_total_tokens: int | None = Field(
         None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"

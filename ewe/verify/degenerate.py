@@ -9,6 +9,11 @@ A checker judges claims; these fail before any claim is read, with the reason th
   meta     the sentence talks to the user or about the text instead of answering ("Your bio is
            filled with a wealth of information ...", "I'll just add a few more details", "Here
            is a bio of ...").
+  heading  a heading or a form's field, not a sentence: a passage's "Title (description)" head
+           copied on its own line ("Kumārila Bhaṭṭa (Hindu 8th century philosopher and
+           scholar)"), or "Label: value" ("Name: ...", "Date: 14th century", "Place: India"). A
+           checker finds such a line supported (it restates the passage's head), and an answer
+           of them reads as a form.
   garbled  digits fused with words ("189december"), a word three times in a row, or the
            sentence in another language than the prompt's (a French sentence in an English
            bio). The language test counts function words of six European languages: it sees a
@@ -23,7 +28,7 @@ import functools
 import re
 from collections import Counter
 
-LOOP, META, GARBLED = "loop", "meta", "garbled"
+LOOP, META, HEADING, GARBLED = "loop", "meta", "heading", "garbled"
 
 # -- loops ---------------------------------------------------------------------------------
 
@@ -55,7 +60,7 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|\*[^*]+\*|_[^_]+_")
 _TITLE_RUN = re.compile(r"\b[A-Z][\w'’]*(?:\s+(?:[A-Z][\w'’]*|of|the|a|an|and|to|in|on|for|with))*\s+[A-Z][\w'’]*")
 _ADDRESS = re.compile(
     r"\b(?:you|your|yours|yourself|i|i'm|i’m|i'll|i’ll|i've|i’ve|i'd|i’d|me|my|myself)\b"
-    r"|\b(?:here\s+is|here's|here’s|let\s+me|let's|let’s|as\s+an\s+ai)\b"
+    r"|\b(?:here\s+(?:is|are)|here's|here’s|let\s+me|let's|let’s|as\s+an\s+ai)\b"
     r"|\b(?:this|the|your|my|above|following)\s+(?:bio|biography|answer|response|narrative|essay|text|summary)\b"
     r"|\b(?:in|from)\s+(?:this|the|that)\s+(?:article|passage|background)\b",  # "The first mention of X in the article"
     re.IGNORECASE,
@@ -127,12 +132,38 @@ def looks_garbled(text: str, prompt: str = "") -> bool:
     return asked is not None and written is not None and written != asked
 
 
+# -- headings and form fields ---------------------------------------------------------------
+
+# "Title (description)" and nothing else, as ewe.data.wiki writes a passage's head (a closing
+# colon or period allowed; several in a row, as a list of heads): the title a run of capitalized words and name particles, so a
+# sentence ending in a parenthesis ("In 1864 he left Norway (for Italy).") is not one
+_CAP = r"[A-ZÀ-ÖØ-Þ][\w'’.\-]*"
+_PARTICLE = r"(?:de|da|di|do|du|dos|von|van|der|den|of|the|and|al|el|bin|ibn|la|le|y)"
+_ONE_HEAD = rf"{_CAP}(?:\s+(?:{_CAP}|{_PARTICLE}))*\s*\([^()\n]{{2,160}}\)"
+_HEAD = re.compile(rf"\s*{_ONE_HEAD}(?:[:.,;]?\s+{_ONE_HEAD})*[:.,;]?\s*", re.UNICODE)
+# "Name: ...": a label of one to three words, then a colon; not a speaker ("He said: ...",
+# "Einstein wrote: ...")
+_FIELD = re.compile(r"\s*([A-ZÀ-ÖØ-Þ][^\W\d_]*(?:\s[^\W\d_]+){0,2})\s*:\s", re.UNICODE)
+_SPEAKER = frozenset("he she it they i we you said says wrote writes stated states added adds declared "
+                     "noted notes explained explains remarked replied asked told".split())
+
+
+def is_heading(sentence: str) -> bool:
+    """A heading or a form's field on its own line rather than a sentence (see the module docstring)."""
+    if _HEAD.fullmatch(sentence):
+        return True
+    field = _FIELD.match(sentence)
+    return bool(field) and not any(w.lower() in _SPEAKER for w in field.group(1).split())
+
+
 def degenerate(sentence: str, prompt: str = "") -> str | None:
-    """Why a sentence is no answer ("loop", "meta", "garbled"), or None."""
+    """Why a sentence is no answer ("loop", "meta", "heading", "garbled"), or None."""
     if looks_garbled(sentence, prompt):
         return GARBLED
     if repeated_clause(sentence):
         return LOOP
     if addresses_reader(sentence):
         return META
+    if is_heading(sentence):
+        return HEADING
     return None

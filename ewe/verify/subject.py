@@ -438,9 +438,24 @@ def off_subject(sentence: str, subject: Optional[str]) -> Optional[str]:
         return None
     if same_subject(other, subject) or any(same_subject(r, subject) for r in name_runs(sentence)):
         return None
-    if _BACK_REFERENCE.search(sentence) or mentions(sentence, subject, other):
+    if _BACK_REFERENCE.search(sentence):
+        return None
+    if any(not _inside_other_name(sentence, span, subject, other) for span in mentions(sentence, subject, other)):
         return None
     return other
+
+
+def _inside_other_name(sentence: str, span: tuple[int, int], subject: str, other: str) -> bool:
+    """Whether the words at `span` are part of a longer name of `other` ("Wilson" in "Ronald Wilson
+    Reagan" is Reagan's middle name, not Woodrow Wilson)."""
+    theirs = name_keys(other) - name_keys(subject)
+    for run in name_runs(sentence):
+        if not name_keys(run) & theirs:
+            continue
+        for m in re.finditer(re.escape(run), sentence):
+            if m.start() <= span[0] and span[1] <= m.end():
+                return True
+    return False
 
 
 def note_text(notes: Sequence[dict]) -> str:
