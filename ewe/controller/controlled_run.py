@@ -31,6 +31,7 @@ from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, off_subject, passage_subject, same_subject
 from ..verify.text import ends_sentence
 from ..verify.types import SUPPORTED, Evidence
+from . import policy
 from .feedback import feedback_messages
 from .rewrites import Attempt, candidate_branch
 from .schedule import PauseSchedule
@@ -277,29 +278,37 @@ class ControlledRun(Hook):
         t = self.tracker
         history.append(Attempt(t.tokens[sentence.start:sentence.end], t.logprobs[sentence.start:sentence.end],
                                t.entropies[sentence.start:sentence.end], sentence.text, len(check.nonfactual_claims)))
-        feedback = [] if repeats else feedback_messages(check, self.cfg.feedback, self.memory.pools["feedback"].capacity)
-        if self.backtracks >= self.cfg.max_backtracks:
-            # a repeat is never kept, failed or not: with no backtrack left the answer ends before it
-            if repeats or (self.reject_repeats and self._repeats(sentence.start, sentence.text, check)):
-                return self._give_up(sentence.start, history, feedback, "backtrack budget spent", repeats=True)
-            self.trace.add("retries_exhausted", policy="keep (backtrack budget spent)", kept=sentence.text,
-                           attempts=len(history))
-            return None
-        if self.candidate_rewrites:
-            return self._rewrite_from_candidates(sentence.start, history, feedback, repeats)
-        if feedback:
+        cfg, start = self.cfg, sentence.start
+        feedback = [] if repeats else feedback_messages(check, cfg.feedback, self.memory.pools["feedback"].capacity)
+        backtracks_left = cfg.max_backtracks - self.backtracks
+        if backtracks_left > 0 and not self.candidate_rewrites and feedback:  # the paper's retry reads it from memory
             self._add_units([f["text"] for f in feedback], "feedback",
                             [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
-        repeated = next((i for i, a in enumerate(history[:-1], 1) if a.tokens == history[-1].tokens), None)
-        if len(history) <= self.cfg.max_retries and repeated is None and self._retry_would_repeat(sentence):
-            why = f"a retry would write attempt {len(history)} again (greedy, the memory it was written under)"
-            return self._give_up(sentence.start, history, feedback, why, repeats)
-        if len(history) <= self.cfg.max_retries and repeated is None:
-            self.rewriting = sentence.start
-            return self._backtrack(sentence.start, "repeats" if repeats else "unsupported claims", len(history),
-                                   feedback)
-        why = f"attempt {len(history)} repeats attempt {repeated}" if repeated else "retries used up"
-        return self._give_up(sentence.start, history, feedback, why, repeats)
+        same_as = next((i for i, a in enumerate(history[:-1], 1) if a.tokens == history[-1].tokens), None)
+        # the facts the policy reads, each looked up only where it can matter (a spent budget is traced once)
+        may_retry = backtracks_left > 0 and not self.candidate_rewrites and len(history) <= cfg.max_retries \
+            and same_as is None
+        decision = policy.on_failed(policy.Failed(
+            attempts=len(history), repeats=repeats, backtracks_left=backtracks_left,
+            candidates=self.candidate_rewrites, max_retries=cfg.max_retries,
+            budget_spent=backtracks_left > 0 and self.candidate_rewrites and cfg.max_retries >= 1
+            and self._budget_spent(),
+            same_as=same_as, retry_would_repeat=may_retry and self._retry_would_repeat(sentence)))
+        if decision.action == policy.KEEP:
+            # a repeat is never kept, failed or not: with no backtrack left the answer ends before it
+            if repeats or (self.reject_repeats and self._repeats(start, sentence.text, check)):
+                return self._give_up(start, history, feedback, decision.why, repeats=True)
+            self.trace.add("retries_exhausted", policy=f"keep ({decision.why})", kept=sentence.text,
+                           attempts=len(history))
+            return None
+        if decision.action == policy.CANDIDATES:
+            in_prompt = list(self.in_prompt) if self.runtime.config.retrieval.in_prompt else []
+            return self._candidate_round(1, start, history, feedback, repeats, self.tracker.decode(0, start),
+                                         in_prompt, [])
+        if decision.action == policy.RETRY:
+            self.rewriting = start
+            return self._backtrack(start, decision.why, len(history), feedback)
+        return self._give_up(start, history, feedback, decision.why, repeats)
 
     def _retry_would_repeat(self, sentence: Sentence) -> bool:
         """Whether rewriting `sentence` now would decode it again token for token: the retry is
@@ -317,16 +326,17 @@ class ControlledRun(Hook):
                  repeats: bool = False) -> Rewind | None:
         """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`; after
         a repeat that nothing new replaced, the answer ends there."""
-        policy = "stop" if repeats else self.cfg.on_retries_exhausted
+        then = policy.exhausted(self.cfg.on_retries_exhausted, repeats)
         best = history[-1]
-        if policy == "keep_best":
-            readable = [a for a in history if not self._no_answer(a.text)] or history
-            best = min(reversed(readable), key=lambda a: a.unsupported)  # ties: the latest attempt
-        if policy.startswith("keep") and self.reject_repeats and self._text_repeats(start, best.text)[0]:
-            policy, why = "stop", f"{why}; the attempt to keep repeats the answer"
-        if policy in ("drop", "stop"):
-            self.trace.add("retries_exhausted", policy=policy, kept="", attempts=len(history), why=why)
-            if policy == "stop":
+        if then == "keep_best":
+            best = history[policy.best_attempt([a.unsupported for a in history],
+                                               [bool(self._no_answer(a.text)) for a in history])]
+        if then.startswith("keep") and self.reject_repeats and self._text_repeats(start, best.text)[0]:
+            then, why = policy.exhausted(then, repeats, kept_repeats_answer=True), \
+                f"{why}; the attempt to keep repeats the answer"
+        if then in ("drop", "stop"):
+            self.trace.add("retries_exhausted", policy=then, kept="", attempts=len(history), why=why)
+            if then == "stop":
                 rewind = self._backtrack(start, "retries exhausted: the answer stops here", len(history), [])
                 rewind.end = True
                 return rewind
@@ -335,24 +345,12 @@ class ControlledRun(Hook):
         self.settled.add((start, tuple(best.tokens)))
         if best.check is not None:  # a candidate's: the restored sentence keeps the verdict it got
             self.checks[(start, best.text)] = best.check
-        self.trace.add("retries_exhausted", policy=policy, kept=best.text, attempts=len(history),
+        self.trace.add("retries_exhausted", policy=then, kept=best.text, attempts=len(history),
                        unsupported=[a.unsupported for a in history], why=why)
         if best is history[-1] and tuple(best.tokens) == tuple(self.tracker.tokens[start:start + len(best.tokens)]):
             return None
         return self._backtrack(start, "retries exhausted: restoring the best attempt", len(history), [],
                                restore=best)
-
-    def _rewrite_from_candidates(self, start: int, history: list[Attempt], feedback: list[dict],
-                                 repeats: bool = False) -> Branch | Rewind | None:
-        """Up to max_retries rounds of `rewrite_candidates` rewrites judged together (rewrites.py),
-        each round a Branch the token loop decodes."""
-        if self.cfg.max_retries < 1:
-            return self._give_up(start, history, feedback,
-                                 "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
-        if self._budget_spent():
-            return self._give_up(start, history, feedback, "rewrite budget spent", repeats)
-        in_prompt = list(self.in_prompt) if self.runtime.config.retrieval.in_prompt else []
-        return self._candidate_round(1, start, history, feedback, repeats, self.tracker.decode(0, start), in_prompt, [])
 
     def _budget_spent(self) -> bool:
         """Whether candidate rewrites have decoded all this answer may spend on them
@@ -424,21 +422,23 @@ class ControlledRun(Hook):
                                     "no_answer": self._no_answer(c.text), "mean_logprob": round(c.mean_logprob, 4)}
                                    for c, chk, _ in judged],
                        chosen=chosen[0].text if chosen else None)
-        if chosen is not None:
+        checked = [(c, chk) for c, chk, _ in judged if chk is not None]
+        if chosen is None:
+            history += [c for c, _ in checked]  # what keep_best may fall back on
+            if checked:
+                closest = min(checked, key=lambda j: j[0].unsupported)[1]
+                feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
+        decision = policy.after_round(chosen is not None, bool(checked), round_, cfg.max_retries,
+                                      chosen is None and bool(checked) and round_ < cfg.max_retries
+                                      and self._budget_spent(), repeats)
+        if decision.action == policy.REWRITE:
             c, c_check = chosen
             self.settled.add((start, tuple(c.tokens)))
             self.checks[(start, c.text)] = {**check_event(c_check), "needs_rewrite": False, "candidate": True}
-            return self._backtrack(start, "a candidate rewrite passed its check", len(history), feedback, restore=c)
-        checked = [(c, chk) for c, chk, _ in judged if chk is not None]
-        history += [c for c, _ in checked]  # what keep_best may fall back on
-        if checked:
-            closest = min(checked, key=lambda j: j[0].unsupported)[1]
-            feedback = feedback_messages(closest, cfg.feedback, self.memory.pools["feedback"].capacity)
-            if round_ < cfg.max_retries and not self._budget_spent():
-                return self._candidate_round(round_ + 1, start, history, feedback, repeats, context, in_prompt, placed)
-        # every candidate repeated an earlier attempt or the answer (or none completed), or rounds used up
-        return self._give_up(start, history, feedback,
-                             "no candidate added a supported claim" if repeats else "no candidate passed", repeats)
+            return self._backtrack(start, decision.why, len(history), feedback, restore=c)
+        if decision.action == policy.NEXT_ROUND:
+            return self._candidate_round(round_ + 1, start, history, feedback, repeats, context, in_prompt, placed)
+        return self._give_up(start, history, feedback, decision.why, repeats)
 
     # -- checks in batches --------------------------------------------------------------------
 
