@@ -14,6 +14,7 @@ import numbers
 import os
 from typing import Iterator, Sequence
 
+from .checks import passage_problem
 from .config import ConfigError, DecodingConfig, EWEConfig
 from .errors import InputError, InputTypeError
 from .memory import WorkingMemory
@@ -297,20 +298,11 @@ __all__ = ["EWE", "GenerationResult", "ConfigError"]
 def _given_passage(passage, where: str) -> Evidence:
     """A passage given to `check` or `generate`: its text, or {"title", "text"} (the title says whom
     it is about; without one, whom it is about is read from its opening, ewe/verify/subject.py)."""
-    if isinstance(passage, dict):
-        unknown = set(passage) - {"title", "text"}
-        if unknown:
-            raise InputError(f"{where} has unknown field(s) {', '.join(sorted(unknown))}; a passage is a string or "
-                             '{"title", "text"}')
-        title, text = passage.get("title", ""), passage.get("text")
-        if not isinstance(title, str):
-            raise InputTypeError(f"{where}.title must be a string, got {type(title).__name__}")
-        _refuse_non_text(title, f"{where}.title")
-        where += ".text"
-    else:
-        title, text = "", passage
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"{where} must be a non-empty string, got "
-                         + ("an empty one" if isinstance(text, str) else type(text).__name__))
-    _refuse_non_text(text, where)
+    problem = passage_problem(passage)
+    if problem is not None:
+        part, what = problem
+        raise (InputTypeError if part == ".title" else InputError)(f"{where}{part} {what}")
+    title, text = (passage.get("title", ""), passage["text"]) if isinstance(passage, dict) else ("", passage)
+    _refuse_non_text(title, f"{where}.title")
+    _refuse_non_text(text, f"{where}.text" if isinstance(passage, dict) else where)
     return Evidence(text=text, title=title)

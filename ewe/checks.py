@@ -13,15 +13,25 @@ from typing import Optional
 from .runner import read_records
 
 
-def passage_problem(p) -> Optional[str]:
-    """What is wrong with one given passage (a non-empty string or {"title", "text"}), or None."""
-    if isinstance(p, str):
-        return None if p.strip() else "is empty"
-    if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip():
-        if set(p) - {"title", "text"}:
-            return f"has unknown field(s) {', '.join(sorted(set(p) - {'title', 'text'}))}"
-        return None if isinstance(p.get("title", ""), str) else '"title" must be a string'
-    return 'must be a non-empty string or {"title", "text"}'
+def passage_problem(p) -> Optional[tuple[str, str]]:
+    """What is wrong with one given passage (a non-empty string or {"title", "text"}), or None:
+    (the part that is wrong, "" or ".title" or ".text"; what is wrong). The one check for every
+    way a passage is given: `EWE.check` / `EWE.generate` (api.py), `ewe check --input`,
+    `ewe critique --input`."""
+    if isinstance(p, dict):
+        unknown = set(p) - {"title", "text"}
+        if unknown:
+            return "", f"has unknown field(s) {', '.join(sorted(unknown))}; a passage is a string or {{\"title\", \"text\"}}"
+        title, text, part = p.get("title", ""), p.get("text"), ".text"
+        if not isinstance(title, str):
+            return ".title", f"must be a string, got {type(title).__name__}"
+    elif isinstance(p, str):
+        text, part = p, ""
+    else:
+        return "", f'must be a non-empty string or {{"title", "text"}}, got {type(p).__name__}'
+    if not isinstance(text, str) or not text.strip():
+        return part, "must be a non-empty string, got " + ("an empty one" if isinstance(text, str) else type(text).__name__)
+    return None
 
 
 def read_cases(path: Path) -> list[dict]:
@@ -34,7 +44,7 @@ def read_cases(path: Path) -> list[dict]:
                 return '"evidence" must be a non-empty list of passages (or absent: search)'
             for i, p in enumerate(ev):
                 if (why := passage_problem(p)) is not None:
-                    return f'"evidence" passage {i} {why}'
+                    return f'"evidence" passage {i}{why[0]} {why[1]}'
         for key in ("prompt", "context"):
             if row.get(key) is not None and not isinstance(row[key], str):
                 return f'"{key}" must be a string'

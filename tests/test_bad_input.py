@@ -432,7 +432,7 @@ def test_api_refuses_non_text_and_non_numbers_before_model_work(tiny, model_work
 
 @pytest.mark.parametrize("evidence,message", [("Marie Curie was a physicist.", "evidence must be a list .*got a single string"),
                                               ([""], r"evidence\[0\] must be a non-empty string"),
-                                              ([3], r"evidence\[0\] must be a non-empty string, got int"),
+                                              ([3], r"evidence\[0\] must be a non-empty string or \{\"title\", \"text\"\}, got int"),
                                               ([{"title": "Marie Curie"}], r"evidence\[0\]\.text must be a non-empty"),
                                               ([{"text": "x", "title": 3}], r"evidence\[0\]\.title must be a string"),
                                               ([{"text": "x", "url": "y"}], r"evidence\[0\] has unknown field\(s\) url")])

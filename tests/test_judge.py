@@ -393,7 +393,7 @@ def test_check_batch_writes_a_verdict_per_case_and_resumes(tmp_path, monkeypatch
     ('{"claim": "x", "evidence": "p"}', '"evidence" must be a non-empty list'),
     ('{"claim": "x", "evidence": []}', '"evidence" must be a non-empty list'),
     ('{"claim": "x", "prompt": 3}', '"prompt" must be a string'),
-    ('{"claim": "x", "evidence": [{"title": "T"}]}', '"evidence" passage 0 must be a non-empty string or'),
+    ('{"claim": "x", "evidence": [{"title": "T"}]}', '"evidence" passage 0.text must be a non-empty string, got NoneType'),
     ('{"claim": "x", "evidence": ["p", {"text": "t", "link": "u"}]}', '"evidence" passage 1 has unknown field'),
     ("not json", "not JSON"),
 ])

@@ -24,7 +24,7 @@ def read_texts(path: Path) -> list[dict]:
             for i, p in enumerate(ev):
                 why = passage_problem(p)
                 if why:
-                    return f'"evidence" item {i + 1} {why}'
+                    return f'"evidence" item {i + 1}{why[0]} {why[1]}'
         return None
 
     return read_records(path, problem, "texts")
