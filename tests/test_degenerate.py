@@ -83,3 +83,26 @@ def test_the_heading_test_reads_a_long_line_in_one_pass():
 
     assert not is_heading("Ibsen (playwright) " * 200 + "wrote plays.")
     assert is_heading("Ibsen (playwright) " * 200)
+
+
+def test_drop_no_answers_keeps_the_answer_around_what_it_drops():
+    from ewe.verify.degenerate import drop_no_answers
+
+    text = ("Henrik Ibsen was a Norwegian playwright. I hope you enjoy this bio. "
+            "Pierre Curie was a French physicist. He wrote A Doll's House in 1879.")
+    kept, dropped = drop_no_answers(text, BIO)
+    assert kept == "Henrik Ibsen was a Norwegian playwright. He wrote A Doll's House in 1879."
+    assert [(d["reason"], d.get("about")) for d in dropped] == [("meta", None), ("off_subject", "Pierre Curie")]
+    assert drop_no_answers(text, BIO, reject_degenerate=False, reject_off_subject=False) == (text, [])
+    # a prompt about a thing has no person to leave: a maker's sentence stays
+    thing = "What can you tell me about Radium Institute?"
+    assert drop_no_answers("Pierre Curie was a French physicist.", thing) == ("Pierre Curie was a French physicist.", [])
+
+
+def test_one_no_answer_rule_for_the_loop_and_the_baselines():
+    from ewe.verify.degenerate import no_answer
+
+    assert no_answer("I hope this helps.", BIO) == META
+    assert no_answer("Pierre Curie was a French physicist.", BIO) == "off_subject"  # the person read from the prompt
+    assert no_answer("Pierre Curie was a French physicist.", BIO, person="") is None  # resolved by the caller: none
+    assert no_answer("Pierre Curie was a French physicist.", BIO, reject_off_subject=False) is None

@@ -264,10 +264,11 @@ def test_a_whole_answer_method_traces_the_sentences_it_dropped():
     """What A2R, Full-VR and CoVe return without their repeats is in the trace, and the trace renders."""
     from types import SimpleNamespace
 
+    from ewe.config import CheckerConfig
     from ewe.controller.trace import Trace, render
     from ewe.methods.calls import without_repeats
 
-    runtime = SimpleNamespace(config=SimpleNamespace(checker=SimpleNamespace(reject_repeats=True)))
+    runtime = SimpleNamespace(config=SimpleNamespace(checker=CheckerConfig()))
     trace = Trace()
     kept = without_repeats(runtime, "Marie Curie won two Nobel prizes. Marie Curie won two Nobel prizes.",
                            "Tell me a bio of Marie Curie.", trace)
@@ -275,3 +276,10 @@ def test_a_whole_answer_method_traces_the_sentences_it_dropped():
     [event] = trace.to_list()
     assert event["type"] == "repeats_dropped" and event["dropped"][0]["sentence"] == "Marie Curie won two Nobel prizes."
     assert "dropped 1 sentence(s)" in render(trace.to_list())
+    trace = Trace()  # and the sentences that are no answer, one event each
+    kept = without_repeats(runtime, "Marie Curie won two Nobel prizes. I hope this helps you.",
+                           "Tell me a bio of Marie Curie.", trace)
+    assert kept == "Marie Curie won two Nobel prizes."
+    [event] = trace.to_list()
+    assert (event["type"], event["reason"], event["cut_off"]) == ("no_answer_dropped", "meta", False)
+    assert "dropped a sentence that is no answer (meta)" in render(trace.to_list())

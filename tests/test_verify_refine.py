@@ -379,3 +379,26 @@ def test_streaming_vr_streams_its_refinement_as_a_retraction_and_full_vr_its_ans
     ewe, _ = make(Script([f"{S2} {S1} {S3}"]), method="full-vr")
     events = list(ewe.stream(PROMPT))  # composed after its stages: the whole answer, once
     assert [type(e) for e in events] == [TextDelta, Finished] and events[0].text == FULL_REFINED
+
+
+@pytest.mark.parametrize("mode", ["live", "offline"])
+def test_a_sentence_about_someone_else_fails_and_is_refined(mode):
+    """Issue 56: Streaming-VR fails what EWE's loop fails: a sentence about another person that
+    passed its check is refined (its check event says why)."""
+    other = "Pierre Curie was a French physicist."
+    ewe, _ = make(Script([f"{S2} {other} {S3}", f"{S2} {R1} {S3}"], {other: R1}), false=(), mode=mode)
+    r = ewe.generate(PROMPT)
+    assert other not in r.text and R1 in r.text
+    [failed] = [e for e in events(r, "check") if e.get("reason") == "off_subject"]
+    assert failed["sentence"] == other and failed["needs_rewrite"]
+
+
+def test_a_whole_answer_method_drops_a_sentence_about_someone_else():
+    """Full-VR (like CoVe and A2R) composes its answer after the fact: a sentence about another
+    person is dropped from what it returns (traced "no_answer_dropped")."""
+    other = "Pierre Curie was a French physicist."
+    ewe, _ = make(Script([f"{S2} {other} {S3}"]), false=(), method="full-vr")
+    r = ewe.generate(PROMPT)
+    assert r.text.strip() == f"{S2} {S3}"
+    [drop] = events(r, "no_answer_dropped")
+    assert drop["sentence"] == other and drop["reason"] == "off_subject" and drop["about"] == "Pierre Curie"

@@ -26,7 +26,7 @@ from ..result import GenerationResult
 from ..retrieval.in_prompt import UNIT_TEXTS
 from ..stats import ControlledStats
 from ..verify.claims import asks_about_person, prompt_person
-from ..verify.degenerate import degenerate
+from ..verify.degenerate import no_answer
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.subject import names_subject, off_subject, passage_subject, same_subject
 from ..verify.text import ends_sentence
@@ -511,10 +511,7 @@ class ControlledRun(Hook):
         (verify/degenerate.py: "loop", "meta", "heading", "garbled") or about another subject ("off_subject",
         verify/subject.py), each where the configuration rejects it."""
         ck = self.runtime.config.checker
-        why = degenerate(text, self.prompt) if ck.reject_degenerate else None
-        if why is None and ck.reject_off_subject and off_subject(text, self.person):
-            why = "off_subject"
-        return why
+        return no_answer(text, self.prompt, ck.reject_degenerate, ck.reject_off_subject, self.person or "")
 
     def _needs_rewrite(self, check) -> bool:
         if self.cfg.rewrite_when == "contradicted":

@@ -20,7 +20,8 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                # a sentence that added nothing: Streaming-VR's check (ewe/methods/verify_refine.py), and a
                # whole-answer method's dropped sentences (ewe/methods/calls.py without_repeats)
                "repeats", "repeats_dropped",
-               # EWE's loop: an unfinished last sentence that is no answer (ewe/verify/degenerate.py)
+               # a sentence that is no answer (ewe/verify/degenerate.py): EWE's loop drops an unfinished last
+               # one, a whole-answer method any (ewe/methods/calls.py)
                "no_answer_dropped",
                # EWE's loop: candidate rewrites spent controller.rewrite_budget
                "rewrite_budget",
@@ -185,7 +186,8 @@ def render(events: list[dict], width: int = 100) -> str:
         elif kind == "rewrite_budget":
             say(f"{at} rewrite budget spent: {e['spent']} candidate tokens of {e['budget']}; no more candidates")
         elif kind == "no_answer_dropped":
-            say(f"{at} dropped the unfinished last sentence ({e['reason']})", e["sentence"])
+            which = "the unfinished last sentence" if e.get("cut_off") else "a sentence that is no answer"
+            say(f"{at} dropped {which} ({e['reason']})", e["sentence"])
         elif kind == "repeats_dropped":
             say(f"{at} dropped {len(e['dropped'])} sentence(s) that add nothing to those before them")
             for d in e["dropped"]:

@@ -3,15 +3,22 @@ answer's sentences get checked."""
 from __future__ import annotations
 
 from ..tokens import text_ids
+from ..verify.degenerate import drop_no_answers
 from ..verify.text import sentence_spans
 from .registry import Method
 
 
 def without_repeats(runtime, text: str, prompt: str, trace, extractor=None, cut_off: bool = False) -> str:
-    """The answer a whole-answer method returns, without the sentences that add nothing to those
-    before them (checker.reject_repeats; each dropped sentence traced as "repeats_dropped").
-    `cut_off`: the token budget ended the text (its last sentence may be unfinished)."""
-    if not runtime.config.checker.reject_repeats or not text.strip():
+    """The answer a whole-answer method returns, without its sentences that are no answer
+    (degenerate, or about someone else: checker.reject_degenerate, reject_off_subject; traced as
+    "no_answer_dropped", as EWE's loop fails them) and those that add nothing to the sentences
+    before them (checker.reject_repeats; traced as "repeats_dropped"). `cut_off`: the token
+    budget ended the text (its last sentence may be unfinished)."""
+    ck = runtime.config.checker
+    text, dropped = drop_no_answers(text, prompt, ck.reject_degenerate, ck.reject_off_subject)
+    for d in dropped:
+        trace.add("no_answer_dropped", **d, cut_off=False)
+    if not ck.reject_repeats or not text.strip():
         return text
     from ..judge.checker import shipped_judge
     from ..verify.redundancy import Redundancy, drop_repeats

@@ -41,6 +41,7 @@ from ..engine.actions import Hook, Rewind
 from ..result import GenerationResult
 from ..stats import VerifyRefineStats
 from ..tokens import text_ids
+from ..verify.degenerate import no_answer
 from ..verify.text import ends_sentence, sentence_spans
 from . import vr_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
@@ -123,6 +124,17 @@ class VerifyRefine(CheckedMethod):
         run.failed += int(check.needs_rewrite)
         run.trace.add("check", start_token=start, **check_event(check))
         return check
+
+    def no_answer(self, run: _Run, sentence: str) -> bool:
+        """A sentence that passed its check but is no answer (degenerate, or about someone else:
+        checker.reject_degenerate, reject_off_subject) fails as in EWE's loop: Streaming-VR refines
+        it. Its check event, the last traced, says why."""
+        ck = self.runtime.config.checker
+        why = no_answer(sentence, run.prompt, ck.reject_degenerate, ck.reject_off_subject)
+        if why:
+            run.failed += 1
+            run.trace.events[-1].update(needs_rewrite=True, reason=why)
+        return bool(why)
 
     def _redundancy(self, run: _Run):
         if run.redundancy is None:
@@ -313,20 +325,20 @@ class VerifyRefine(CheckedMethod):
             if not sentence:
                 continue
             check = self.check_sentence(run, sentence, kept)
-            if not check.needs_rewrite and self.repeats(run, sentence, check):
+            failed = check.needs_rewrite or self.no_answer(run, sentence)
+            if not failed and self.repeats(run, sentence, check):
                 run.sentences.append({"text": sentence, "checked": True, "needs_rewrite": True, "repeats": True})
                 kept = kept.rstrip()
                 last = len(answer)  # the answer ends before a repeat: greedy decoding would only go on with it
                 break
-            final = self.refine_sentence(run, gen_prompt, kept, sentence, check) if check.needs_rewrite else sentence
-            if check.needs_rewrite and self.refined_repeats(run, final, kept):
+            final = self.refine_sentence(run, gen_prompt, kept, sentence, check) if failed else sentence
+            if failed and self.refined_repeats(run, final, kept):
                 run.sentences.append({"text": sentence, "refined": final, "checked": True, "needs_rewrite": True,
                                       "repeats": True})
                 kept = kept.rstrip()
                 last = len(answer)  # the answer ends before a refinement that adds nothing
                 break
-            run.sentences.append({"text": final, "original": sentence, "checked": True,
-                                  "needs_rewrite": check.needs_rewrite})
+            run.sentences.append({"text": final, "original": sentence, "checked": True, "needs_rewrite": failed})
             kept += final
         tail = answer[last:]
         if out.finish_reason == "length" and last < len(answer) and self.tail_repeats(run, tail, kept):
@@ -396,15 +408,16 @@ class _LiveAnswer(Hook):
                 continue  # part of a refined sentence
             prefix = t.decode(0, s.start)
             check = self.method.check_sentence(self.run, s.text, prefix, s.start)
-            self.verdicts[s.start] = check.needs_rewrite
+            failed = check.needs_rewrite or self.method.no_answer(self.run, s.text)
+            self.verdicts[s.start] = failed
             self.settled = s.end
-            if not check.needs_rewrite and self.method.repeats(self.run, s.text, check):
+            if not failed and self.method.repeats(self.run, s.text, check):
                 self.verdicts.pop(s.start)
                 self.run.trace.add("backtrack", why="repeats: the answer ends before it", start_token=s.start,
                                    removed_tokens=len(t.tokens) - s.start, removed_text=t.decode(s.start), attempt=1,
                                    feedback=[])
                 return Rewind(s.start, end=True)
-            if not check.needs_rewrite:
+            if not failed:
                 continue
             refined = self.method.refine_sentence(self.run, self.gen_prompt, prefix, s.text, check)
             if self.method.refined_repeats(self.run, refined, prefix):

@@ -167,3 +167,56 @@ def degenerate(sentence: str, prompt: str = "") -> str | None:
     if is_heading(sentence):
         return HEADING
     return None
+
+
+# -- one test for every method ---------------------------------------------------------------
+
+def no_answer(sentence: str, prompt: str, reject_degenerate: bool = True, reject_off_subject: bool = True,
+              person: str | None = None) -> str | None:
+    """Why a sentence is no answer to `prompt` whatever its claims: degenerate ("loop", "meta",
+    "heading", "garbled") or about someone else than the person the prompt asks about
+    ("off_subject", verify/subject.py), each where the configuration rejects it; None if it
+    answers. Only a prompt that asks about a person has one: `person` when the caller resolved
+    it ("" for none), else read from the prompt."""
+    from .claims import asks_about_person, prompt_person
+    from .subject import off_subject
+
+    why = degenerate(sentence, prompt) if reject_degenerate else None
+    if why is None and reject_off_subject:
+        if person is None and asks_about_person(prompt):
+            person = prompt_person(prompt)
+        if off_subject(sentence, person):
+            why = "off_subject"
+    return why
+
+
+def drop_no_answers(text: str, prompt: str, reject_degenerate: bool = True,
+                    reject_off_subject: bool = True) -> tuple[str, list[dict]]:
+    """`text` without its sentences that are no answer (`no_answer`), and what was dropped
+    ({"sentence", "reason"}, plus "about" for off_subject): for methods that compose a whole
+    answer (CoVe, A2R, Streaming-VR's and Full-VR's refined text) and never rewrite one sentence
+    of it. The text between kept sentences is kept as written."""
+    from .claims import asks_about_person, prompt_person
+    from .subject import off_subject
+    from .text import sentence_spans
+
+    if not (reject_degenerate or reject_off_subject) or not text.strip():
+        return text, []
+    person = prompt_person(prompt) if asks_about_person(prompt) else None
+    kept, dropped, at = [], [], 0
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        why = no_answer(sentence, prompt, reject_degenerate, reject_off_subject, person or "")
+        if why is None:
+            continue
+        item = {"sentence": sentence, "reason": why}
+        if why == "off_subject":
+            item["about"] = off_subject(sentence, person)
+        dropped.append(item)
+        kept.append(text[at:start])
+        at = end
+        while at < len(text) and text[at].isspace():
+            at += 1
+    if not dropped:
+        return text, []
+    return ("".join(kept) + text[at:]).rstrip(), dropped
