@@ -873,6 +873,9 @@ def test_a_sentence_about_someone_else_fails_its_check():
     kept = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set()),
                 checker_section={"reject_off_subject": False}).generate(PROMPT)
     assert other in kept.text
+    # with no backtrack left a failed sentence is kept, but never one that is no answer: the answer ends before it
+    r = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set()), max_backtracks=0).generate(PROMPT)
+    assert r.text.strip() == A and [e["policy"] for e in events(r, "retries_exhausted")] == ["stop"]
     about_a_thing = "What can you tell me about Radium Institute?"  # a person there is a founder, not a stray
     r = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set())).generate(about_a_thing)
     assert other in r.text and not r.stats["rejected_by_rule"]

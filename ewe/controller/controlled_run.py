@@ -295,8 +295,9 @@ class ControlledRun(Hook):
             and self._budget_spent(),
             same_as=same_as, retry_would_repeat=may_retry and self._retry_would_repeat(sentence)))
         if decision.action == policy.KEEP:
-            # a repeat is never kept, failed or not: with no backtrack left the answer ends before it
-            if repeats or (self.reject_repeats and self._repeats(start, sentence.text, check)):
+            # a repeat or a sentence that is no answer is never kept: with no backtrack left the answer ends before it
+            if repeats or self._no_answer(sentence.text) or (self.reject_repeats and
+                                                            self._repeats(start, sentence.text, check)):
                 return self._give_up(start, history, feedback, decision.why, repeats=True)
             self.trace.add("retries_exhausted", policy=f"keep ({decision.why})", kept=sentence.text,
                            attempts=len(history))

@@ -46,7 +46,8 @@ class Failed:
 @dataclass(frozen=True)
 class Decision:
     """`action` (KEEP, RETRY, CANDIDATES, GIVE_UP) and why, in the trace's words. KEEP with no
-    backtrack left keeps the sentence unless it repeats the answer, which then ends before it."""
+    backtrack left keeps the sentence unless it repeats the answer or is no answer (degenerate,
+    off its subject): then the answer ends before it."""
 
     action: str
     why: str = ""
