@@ -36,7 +36,7 @@ from ewe.data.labelled_set import DEFAULT_PATH, load_labelled_set  # noqa: E402
 def retrieved_source():
     from ewe.model_loading import load_tokenizer
     from ewe.retrieval import default_datastore
-    from ewe.retrieval.evidence import DatastoreEvidence
+    from ewe.verify.datastore_evidence import DatastoreEvidence
 
     t = time.perf_counter()
     store = default_datastore(load_tokenizer("embedded"), chunk_tokens=127)
