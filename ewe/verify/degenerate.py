@@ -28,6 +28,10 @@ import functools
 import re
 from collections import Counter
 
+from .claims import asks_about_person, prompt_person
+from .subject import off_subject
+from .text import sentence_spans
+
 LOOP, META, HEADING, GARBLED = "loop", "meta", "heading", "garbled"
 
 # -- loops ---------------------------------------------------------------------------------
@@ -178,9 +182,6 @@ def no_answer(sentence: str, prompt: str, reject_degenerate: bool = True, reject
     ("off_subject", verify/subject.py), each where the configuration rejects it; None if it
     answers. Only a prompt that asks about a person has one: `person` when the caller resolved
     it ("" for none), else read from the prompt."""
-    from .claims import asks_about_person, prompt_person
-    from .subject import off_subject
-
     why = degenerate(sentence, prompt) if reject_degenerate else None
     if why is None and reject_off_subject:
         if person is None and asks_about_person(prompt):
@@ -196,10 +197,6 @@ def drop_no_answers(text: str, prompt: str, reject_degenerate: bool = True,
     ({"sentence", "reason"}, plus "about" for off_subject): for methods that compose a whole
     answer (CoVe, A2R, Streaming-VR's and Full-VR's refined text) and never rewrite one sentence
     of it. The text between kept sentences is kept as written."""
-    from .claims import asks_about_person, prompt_person
-    from .subject import off_subject
-    from .text import sentence_spans
-
     if not (reject_degenerate or reject_off_subject) or not text.strip():
         return text, []
     person = prompt_person(prompt) if asks_about_person(prompt) else None
