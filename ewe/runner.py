@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from .errors import InputError, RunError
-from .methods.registry import JoiningRequest, method_class
+from .engine.request import Request
+from .methods.registry import method_class
 from .files import atomic_write, read_jsonl, write_json, write_jsonl
 from .record_log import RecordLog, refuse_same_file, refuse_unwritable
 
@@ -310,9 +311,9 @@ def _joined_generations(ewe, todo: list[dict], default_passages):
             except InputError as e:
                 events.put((row, None, str(e)))
                 continue
-            out.append(JoiningRequest(
-                prompt, passages, lambda result, row=row: events.put((row, result.to_dict(), None)),
-                lambda e, row=row: events.put((row, None, str(e)) if isinstance(e, InputError) else e)))
+            out.append(Request(
+                prompt, passages, on_done=lambda result, row=row: events.put((row, result.to_dict(), None)),
+                on_error=lambda e, row=row: events.put((row, None, str(e)) if isinstance(e, InputError) else e)))
         return out
 
     def work():

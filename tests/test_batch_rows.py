@@ -220,14 +220,15 @@ class ListFeed:
 def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
     """Continuous batching: each prompt, joining when a row is free, with its own memory, token limit
     and rewinds, writes (greedy) what it writes decoded alone; rows join before the batch ends."""
-    from ewe.engine import Continuation, JoiningRow
+    from ewe.engine import Continuation, Request
 
     ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
     ids, states = _rows(ewe)
     limits = [14, 6, 10, 12]
     alone = [_alone(ewe, i, s, r, n) for i, s, r, n in zip(ids, states, REWINDS, limits)]
     records = [Continuation() for _ in PROMPTS]
-    feed = ListFeed([JoiningRow(i, rec, [RewindOnce(rec, **r)], s, n, budget=n)
+    feed = ListFeed([Request(prompt_ids=i, record=rec, hooks=[RewindOnce(rec, **r)], memory_state=s, max_new_tokens=n,
+                             budget=n)
                      for i, rec, r, s, n in zip(ids, records, REWINDS, states, limits)])
     loop = ContinuousLoop(ewe.runtime.session(None, ewe.config.memory.unit_tokens), Sampler(), ewe.stop_ids, 14)
     loop.run_fed(feed, capacity)
@@ -247,7 +248,8 @@ def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
 
 def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
     from ewe.controller.controlled_run import answer_loop, memory_offset
-    from ewe.controller.rows import ControlledRows, RowRequest
+    from ewe.controller.rows import ControlledRows
+    from ewe.engine import Request
 
     ewe = controlled(True)
     rt = ewe.runtime
@@ -260,8 +262,8 @@ def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
              ("Tell me a bio of someone famous.", None)]]
     runs[1].prepare = lambda: (_ for _ in ()).throw(RuntimeError("no such passage"))
     done, failed = {}, {}
-    waiting = [RowRequest(run, [], lambda r, i=i: done.__setitem__(i, r), lambda e, i=i: failed.__setitem__(i, e))
-               for i, run in enumerate(runs)]
+    waiting = [Request(run.prompt, run=run, on_done=lambda r, i=i: done.__setitem__(i, r),
+                       on_error=lambda e, i=i: failed.__setitem__(i, e)) for i, run in enumerate(runs)]
     loop = answer_loop(rt, dec, rt.session(None, memory_offset(rt.config)), loop=ContinuousLoop)
     loop.run_fed(ControlledRows(lambda n: [waiting.pop(0) for _ in range(min(n, len(waiting)))]), 2)
     assert sorted(done) == [0, 2] and list(failed) == [1] and "no such passage" in str(failed[1])

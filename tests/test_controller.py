@@ -621,7 +621,7 @@ def test_a_restored_candidate_keeps_the_verdict_it_got():
 def test_a_candidate_that_claims_nothing_is_never_kept_and_ranks_below_a_supported_one():
     from types import SimpleNamespace
 
-    from ewe.controller.controlled_run import candidate_rank
+    from ewe.controller.rewrites import candidate_rank
     from ewe.controller.rewrites import Attempt
 
     claimless = "She was a remarkable woman."

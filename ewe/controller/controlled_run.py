@@ -15,26 +15,27 @@ from __future__ import annotations
 from collections import Counter
 
 import time
-import warnings
 
 import torch
 
 from ..engine import BanFirstTokens, Branch, Hook, Rewind, Sampler, TokenLoop
+from ..engine.actions import or_else
 from ..engine.watch import answer_watchers
 from ..judge.checker import shipped_judge
 from ..result import GenerationResult
-from ..retrieval.in_prompt import UNIT_TEXTS
-from ..stats import ControlledStats
 from ..verify.claims import asks_about_person, prompt_person
 from ..verify.degenerate import no_answer
-from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
-from ..verify.subject import names_subject, off_subject, passage_subject, same_subject
+from ..verify.redundancy import Redundancy
+from ..verify.subject import off_subject
 from ..verify.text import ends_sentence
-from ..verify.types import SUPPORTED, Evidence
 from . import policy
 from .feedback import feedback_messages
-from .rewrites import Attempt, candidate_branch
-from .schedule import PauseSchedule
+from .memory_refresh import MemoryRefresh
+from .repeat_guard import RepeatGuard
+from .rewrites import Attempt, candidate_branch, candidate_rank
+from .run_result import run_result
+from .schedule import pause_schedules
+from .sentence_checks import SentenceChecks
 from .sentences import Sentence, SentenceTracker
 from .trace import Trace, check_event
 
@@ -49,15 +50,8 @@ class ControlledRun(Hook):
         self.runtime, self.checker, self.prompt, self.dec = runtime, fact_checker, prompt, dec
         self.cfg = runtime.config.controller
         self.trace = Trace()
-        self.memory = runtime.new_memory()
         self.tracker = SentenceTracker(runtime.tokenizer)
-        c = self.cfg
-        self.schedules = {
-            "retrieval": PauseSchedule("retrieval", c.retrieval_trigger, c.retrieval_interval, c.entropy_threshold,
-                                       c.min_prob_threshold),
-            "verification": PauseSchedule("verification", c.verify_trigger, c.verify_interval, c.entropy_threshold,
-                                          c.min_prob_threshold),
-        }
+        self.schedules = pause_schedules(self.cfg)
         self.attempts: dict[int, list[Attempt]] = {}
         self.settled: set[tuple[int, tuple[int, ...]]] = set()  # sentences kept after their retries ran out
         self.rewritten_after_retrieval: set[int] = set()
@@ -70,87 +64,27 @@ class ControlledRun(Hook):
                                       "check_extract", "check_search", "check_judge"), 0.0)
         self.retrieved: list[dict] = []
         self.initial_passages = passages
-        # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
-        # not a set: the candidates re-read them in this order, and a set's order changes per process
-        self.in_prompt: dict[str, None] = {}
         self.banned = BanFirstTokens(self.tracker, runtime.config.controller.min_answer_tokens)  # after `drop`: first tokens of the dropped sentences
         self.candidates = {"decoded": 0, "judged": 0, "tokens": 0}  # candidate rewrites, all retries
-        self.redundancy = Redundancy(shipped_judge)  # which claims the answer already holds (the shipped judge, on first use)
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
         self.rejected_by_rule: Counter = Counter()
         self.budget_hit = False  # candidate rewrites spent controller.rewrite_budget
         # with no fact-checking (FLARE: verify_trigger never) new sentences still wait for a repeat check
         self.unverified: list[Sentence] = []
-        self.unverified_claims: dict[tuple[int, str], list[str]] = {}
         self.subject = prompt_person(prompt)  # whom retrieved passages must be about (None: any)
+        self.refresh = MemoryRefresh(runtime, self.trace, self.seconds, self.subject)
+        self.memory = self.refresh.units
+        # which claims the answer already holds (the shipped judge, loaded on first use)
+        self.repeat_guard = RepeatGuard(Redundancy(shipped_judge), getattr(fact_checker, "extractor", None), prompt,
+                                        self.subject, self.tracker, self.checks, self.seconds)
         # the person a sentence must not leave for someone else: only a prompt that asks about a person
         # ("a bio of", "who was"); an answer about a temple or a game names its builders and makers
         self.person = self.subject if asks_about_person(prompt) else None
-        # the memory's version (one more at each change) that each answer token was sampled under:
+        # the memory's version (refresh.version) that each answer token was sampled under:
         # a greedy retry under the same memory as its attempt would write that attempt again
-        self.memory_version = 0
         self.sampled_under: dict[int, int] = {}
-        self.prefetched: dict[tuple[str, str], object] = {}  # (sentence, context) -> its check, done in a batch
-
-    # -- memory ------------------------------------------------------------------------
-
-    def _memory_changed(self, why: str) -> None:
-        self.memory_version += 1
-        if self.session is not None:
-            self.session.set_memory(self.memory.state(), reencode=self.runtime.config.memory.reencode_context)
-        self.trace.add("memory", why=why, pools=self.memory.describe(), units=len(self.memory))
-
-    def _add_units(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
-        t0 = time.perf_counter()
-        texts = [UNIT_TEXTS[self.runtime.config.memory.unit_text](t) for t in texts]
-        with warnings.catch_warnings():
-            if pool == "feedback":  # the checker's evidence is cut to the unit size on purpose
-                warnings.simplefilter("ignore")  # passages (given or retrieved) keep their truncation warning
-            change = self.memory.add(texts, pool=pool, meta=meta)
-        self.seconds["encode"] += time.perf_counter() - t0
-        if change["added"] or change["evicted"]:
-            self._memory_changed(why)
-        return change
-
-    def _retrieve(self, query: str, why: str, into_prompt: bool = False) -> list:
-        """Search; the hits become retrieval units, or (`into_prompt`) are only returned and traced."""
-        t0 = time.perf_counter()
-        hits = self.runtime.retrieve([query])[0]
-        t1 = time.perf_counter()
-        self.seconds["retrieve"] += t1 - t0
-        found = [h.to_dict() for h in hits]
-        hits, off = self._about_subject(hits)
-        if into_prompt:
-            event = self.trace.add("retrieve", why=why, query=query, hits=found, placement="prompt")
-            if off:
-                event["off_subject"] = off
-            return hits
-        event = self.trace.add("retrieve", why=why, query=query, hits=found, added=[], evicted=[], present=[])
-        if off:
-            event["off_subject"] = off
-        hits = [h for h in hits if h.text not in self.in_prompt]
-        if hits:
-            meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
-            change = self._add_units([h.text for h in hits], "retrieval", meta, f"retrieval ({why})")
-            event.update(added=change["added"], evicted=change["evicted"], present=change["present"])
-        event["seconds"] = {"search": round(t1 - t0, 4), "encode": round(time.perf_counter() - t1, 4)}
-        return hits
-
-    def _about_subject(self, hits: list) -> tuple[list, list[str]]:
-        """The hits that can speak about the person the prompt asks about (verify/subject.py): a
-        passage about someone else enters memory only if it names them ("Pierre Curie ... his wife
-        Marie Curie"); the titles of the others. Prompts that name no person keep every hit."""
-        if self.subject is None:
-            return hits, []
-        kept, off = [], []
-        for h in hits:
-            about = passage_subject(Evidence(text=h.text, title=h.title))
-            if about is None or same_subject(self.subject, about) or names_subject(h.text, self.subject, about):
-                kept.append(h)
-            else:
-                off.append(h.title)
-        return kept, off
+        self.sentence_checks = SentenceChecks(fact_checker, prompt, self.seconds)
 
     # -- backtracking --------------------------------------------------------------------
 
@@ -171,18 +105,6 @@ class ControlledRun(Hook):
 
     # -- repeats -------------------------------------------------------------------------
 
-    def _earlier_claims(self, start: int) -> list[str]:
-        """What the answer before token `start` says: the claims of its checked sentences, and the
-        text of those never checked."""
-        out = []
-        for x in self.tracker.sentences:
-            if x.end > start:
-                break
-            event = self.checks.get((x.start, x.text))
-            out += ([v["claim"] for v in event["verdicts"]] if event and event["verdicts"]
-                    else self.unverified_claims.get((x.start, x.text)) or [x.text])
-        return out
-
     def _unverified_repeat(self) -> Rewind | None:
         """Where nothing is fact-checked, a sentence that adds nothing to the answer still pads it:
         the answer ends before it (traced "repeats"; greedy decoding would only go on repeating)."""
@@ -191,38 +113,17 @@ class ControlledRun(Hook):
         for s in pending:
             if t.decode(s.start, s.end).strip() != s.text:
                 continue  # rewound away since
-            found, claims = self._text_repeats(s.start, s.text)
+            found, claims = self.repeat_guard.text_repeats(s.start, s.text)
             if found:
                 self.trace.add("repeats", sentence=s.text, repeats=found)
                 self.repeats_rejected += 1
                 rewind = self._backtrack(s.start, "repeats: the answer ends before it", 1, [])
                 rewind.end = True
                 return rewind
-            self.unverified_claims[(s.start, s.text)] = claims
+            self.repeat_guard.unverified_claims[(s.start, s.text)] = claims
         return None
 
-    def _text_repeats(self, start: int, text: str, cut_off: bool = False) -> tuple[list[dict], list[str]]:
-        """Why `text` at token `start` adds nothing to the answer before it ([] when it adds
-        something), and its claims: for text that has no check of its own to read claims from.
-        `cut_off`: the unfinished last sentence."""
-        t0 = time.perf_counter()
-        found = text_repeats(self.redundancy, getattr(self.checker, "extractor", None),
-                             text, self.tracker.decode(0, start), self.prompt,
-                             [x.text for x in self.tracker.sentences if x.end <= start], self._earlier_claims(start),
-                             cut_off)
-        self.seconds["repeats"] += time.perf_counter() - t0
-        return found
-
-    def _repeats(self, start: int, text: str, check) -> list[dict]:
-        """Why the sentence at `start` adds nothing to the answer so far; [] when it adds something."""
-        t0 = time.perf_counter()
-        earlier_text = [x.text for x in self.tracker.sentences if x.end <= start]
-        found = sentence_repeats(self.redundancy, text, [c.text for c in check.claims], earlier_text,
-                                 self._earlier_claims(start), self.subject, self.prompt)
-        self.seconds["repeats"] += time.perf_counter() - t0
-        return found
-
-    def _drop_repeated_tail(self) -> None:
+    def drop_repeated_tail(self) -> None:
         """A last sentence the token budget cut off is never fact-checked (it is unfinished), but one
         whose claims the answer already holds only pads it, and one that is no answer (a loop:
         "Russian poet, poet, poet, ...") is none: the answer ends before it."""
@@ -237,39 +138,11 @@ class ControlledRun(Hook):
             return
         if not self.reject_repeats:
             return
-        found, _ = self._text_repeats(tail.start, tail.text, cut_off=True)
+        found, _ = self.repeat_guard.text_repeats(tail.start, tail.text, cut_off=True)
         if found:
             self.trace.add("repeats_dropped", dropped=[{"sentence": tail.text, "repeats": found, "cut_off": True}])
             self.tracker.truncate(tail.start)
             self.repeats_rejected += 1
-
-    def _new_supported(self, start: int, check) -> int:
-        """Supported claims of a candidate's check that the answer before `start` does not already hold."""
-        claims = [v.claim.text for v in check.verdicts if v.label == SUPPORTED]
-        if not claims:
-            return 0
-        t0 = time.perf_counter()
-        novel = self.redundancy.novel(claims, self._earlier_claims(start), self.subject)
-        self.seconds["repeats"] += time.perf_counter() - t0
-        return sum(1 for s in novel if s is None)
-
-    def _check(self, text: str, context: str, candidate: bool = False):
-        """The checker's verdict on one sentence (checked already if it was part of a batch of
-        checks: `prefetched`), its seconds added to the breakdown."""
-        t0 = time.perf_counter()
-        check = self.prefetched.pop((text, context), None)
-        if check is None:
-            check = self.checker.check_sentence(text, context=context, prompt=self.prompt)
-            seconds = time.perf_counter() - t0
-        else:  # its share of the batch that checked it
-            seconds = (getattr(check, "timings", None) or {}).get("total", 0.0)
-        self.seconds["check"] += seconds
-        if candidate:
-            self.seconds["check_candidates"] += seconds
-        timings = getattr(check, "timings", None) or {}
-        for part, key in (("extract", "check_extract"), ("search", "check_search"), ("check", "check_judge")):
-            self.seconds[key] += timings.get(part, 0.0)
-        return check
 
     def _on_failed(self, sentence: Sentence, check, repeats: bool = False) -> Rewind | Branch | None:
         """Decide what happens to a sentence that failed its check (or repeats the answer); a
@@ -281,9 +154,8 @@ class ControlledRun(Hook):
         cfg, start = self.cfg, sentence.start
         feedback = [] if repeats else feedback_messages(check, cfg.feedback, self.memory.pools["feedback"].capacity)
         backtracks_left = cfg.max_backtracks - self.backtracks
-        if backtracks_left > 0 and not self.candidate_rewrites and feedback:  # the paper's retry reads it from memory
-            self._add_units([f["text"] for f in feedback], "feedback",
-                            [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
+        if backtracks_left > 0 and not self.candidate_rewrites:  # the paper's retry reads it from memory
+            self.refresh.add_feedback(feedback)
         same_as = next((i for i, a in enumerate(history[:-1], 1) if a.tokens == history[-1].tokens), None)
         # the facts the policy reads, each looked up only where it can matter (a spent budget is traced once)
         may_retry = backtracks_left > 0 and not self.candidate_rewrites and len(history) <= cfg.max_retries \
@@ -296,14 +168,14 @@ class ControlledRun(Hook):
             same_as=same_as, retry_would_repeat=may_retry and self._retry_would_repeat(sentence)))
         if decision.action == policy.KEEP:
             # a repeat or a sentence that is no answer is never kept: with no backtrack left the answer ends before it
-            if repeats or self._no_answer(sentence.text) or (self.reject_repeats and
-                                                            self._repeats(start, sentence.text, check)):
+            if repeats or self._no_answer(sentence.text) or (
+                    self.reject_repeats and self.repeat_guard.sentence_repeats(start, sentence.text, check)):
                 return self._give_up(start, history, feedback, decision.why, repeats=True)
             self.trace.add("retries_exhausted", policy=f"keep ({decision.why})", kept=sentence.text,
                            attempts=len(history))
             return None
         if decision.action == policy.CANDIDATES:
-            in_prompt = list(self.in_prompt) if self.runtime.config.retrieval.in_prompt else []
+            in_prompt = list(self.refresh.in_prompt) if self.runtime.config.retrieval.in_prompt else []
             return self._candidate_round(1, start, history, feedback, repeats, self.tracker.decode(0, start),
                                          in_prompt, [])
         if decision.action == policy.RETRY:
@@ -321,7 +193,7 @@ class ControlledRun(Hook):
         if self.retry_sampler is not None or self.runtime.config.memory.reencode_context:
             return False
         versions = [self.sampled_under.get(p) for p in range(sentence.start, sentence.end)]
-        return bool(versions) and all(v == self.memory_version for v in versions)
+        return bool(versions) and all(v == self.refresh.version for v in versions)
 
     def _give_up(self, start: int, history: list[Attempt], feedback: list[dict], why: str,
                  repeats: bool = False) -> Rewind | None:
@@ -332,7 +204,7 @@ class ControlledRun(Hook):
         if then == "keep_best":
             best = history[policy.best_attempt([a.unsupported for a in history],
                                                [bool(self._no_answer(a.text)) for a in history])]
-        if then.startswith("keep") and self.reject_repeats and self._text_repeats(start, best.text)[0]:
+        if then.startswith("keep") and self.reject_repeats and self.repeat_guard.text_repeats(start, best.text)[0]:
             then, why = policy.exhausted(then, repeats, kept_repeats_answer=True), \
                 f"{why}; the attempt to keep repeats the answer"
         if then in ("drop", "stop"):
@@ -370,9 +242,8 @@ class ControlledRun(Hook):
         """Round `round_`: feedback placed, the candidates' Branch, and what to do with them (`_judge_round`).
         placed: the feedback passages given to the candidates as prompt text so far."""
         cfg = self.cfg
-        if cfg.feedback_placement == "memory" and feedback:
-            self._add_units([f["text"] for f in feedback], "feedback",
-                            [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
+        if cfg.feedback_placement == "memory":
+            self.refresh.add_feedback(feedback)
         elif feedback:
             placed += [f["text"] for f in feedback if f["form"] != "instruction" and f["text"] not in placed]
 
@@ -386,7 +257,7 @@ class ControlledRun(Hook):
             cfg.rewrite_max_tokens, judge,
             prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
             system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset,
-            reuse_prefix=self.memory_version == self.read_under)
+            reuse_prefix=self.refresh.version == self.read_under)
 
     def _judge_round(self, found: list[Attempt], decoded: int, round_: int, start: int, history: list[Attempt],
                      feedback: list[dict], repeats: bool, context: str, in_prompt: list[str], placed: list[str]):
@@ -401,17 +272,17 @@ class ControlledRun(Hook):
                 tried.add(tuple(c.tokens))
                 fresh.append(c)
         written = {_norm(x.text) for x in self.tracker.sentences if x.end <= start}
-        self.check_together([(c.text, context) for c in fresh if _norm(c.text) not in written])
+        self.sentence_checks.check_together([(c.text, context) for c in fresh if _norm(c.text) not in written])
         for c in fresh:
             if _norm(c.text) in written:  # a sentence the answer already has adds nothing: never kept
                 judged.append((c, None, False))
                 continue
-            c_check = self._check(c.text, context, candidate=True)
+            c_check = self.sentence_checks.check(c.text, context, candidate=True)
             c.unsupported = len(c_check.nonfactual_claims)
             c.check = {**check_event(c_check), "needs_rewrite": True, "candidate": True}
             # a rewrite corrects the sentence only if its claims are supported: one that passes by
             # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
-            c.new_supported = self._new_supported(start, c_check) if self.reject_repeats else None
+            c.new_supported = self.repeat_guard.new_supported(start, c_check) if self.reject_repeats else None
             judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
                            and not self._no_answer(c.text) and c.new_supported != 0))
         self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
@@ -443,12 +314,6 @@ class ControlledRun(Hook):
 
     # -- checks in batches --------------------------------------------------------------------
 
-    def check_together(self, items: list[tuple[str, str]]) -> None:
-        """Check these (sentence, context) pairs as one batch now; `_check` then finds each done."""
-        if len(items) > 1:
-            for (text, context), check in zip(items, check_all(self.checker, [(t, c, self.prompt) for t, c in items])):
-                self.prefetched[(text, context)] = check
-
     def upcoming_checks(self, completed: list[Sentence]) -> list[tuple[str, str]]:
         """The (sentence, context) pairs a verification pause at this token will check, `completed`
         being what the token completed; nothing changes here. Several rows' checks are then run as
@@ -469,7 +334,7 @@ class ControlledRun(Hook):
         if sentences and not final:
             s = sentences[-1]
             self.trace.add("pause", kind="retrieval", reason=reason, sentence=s.text)
-            self._retrieve(f"{self.prompt} {s.text}", "pause")
+            self.refresh.retrieve(f"{self.prompt} {s.text}", "pause")
             if (self.cfg.rewrite_on_retrieval and s.start not in self.rewritten_after_retrieval
                     and self.backtracks < self.cfg.max_backtracks):
                 self.rewritten_after_retrieval.add(s.start)
@@ -484,10 +349,11 @@ class ControlledRun(Hook):
         that ends in no change goes on with the sentences after it."""
         for i, s in enumerate(sentences):
             self.trace.add("pause", kind="verification", reason=reason, sentence=s.text)
-            check = self._check(s.text, self.tracker.decode(0, s.start))
+            check = self.sentence_checks.check(s.text, self.tracker.decode(0, s.start))
             event = self.trace.add("check", start_token=s.start, **check_event(check))
             event["needs_rewrite"] = rewrite = self._needs_rewrite(check)
-            repeats = [] if rewrite or not self.reject_repeats else self._repeats(s.start, s.text, check)
+            repeats = [] if rewrite or not self.reject_repeats else \
+                self.repeat_guard.sentence_repeats(s.start, s.text, check)
             if repeats:  # adds nothing to the answer: fails like an unsupported sentence
                 event.update(needs_rewrite=True, reason="repeats", repeats=repeats)
                 rewrite = True
@@ -540,7 +406,7 @@ class ControlledRun(Hook):
             sched.tick()
 
     def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | Branch | None:
-        self.sampled_under[len(self.tracker.tokens) - 1] = self.memory_version
+        self.sampled_under[len(self.tracker.tokens) - 1] = self.refresh.version
         self._new_sentences(completed)
         return self._pauses(final=False)
 
@@ -559,6 +425,20 @@ class ControlledRun(Hook):
         loop.run(torch.tensor([ids]))
         return self.result(loop, t_start)
 
+    @property
+    def session(self):
+        """The decoding session that reads this answer's memory (a row's view in a batch)."""
+        return self.refresh.session
+
+    @session.setter
+    def session(self, session) -> None:
+        self.refresh.session = session
+
+    def result(self, loop: TokenLoop, t_start: float, row: int = 0,
+               since: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> GenerationResult:
+        """This prompt's answer (run_result.py)."""
+        return run_result(self, loop, t_start, row, since)
+
     def loop(self, session, hooks) -> TokenLoop:
         """The token loop that writes this answer."""
         return answer_loop(self.runtime, self.dec, session, [self.tracker], hooks)
@@ -572,15 +452,15 @@ class ControlledRun(Hook):
         if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
             passages = self.initial_passages
             if passages is None:
-                hits = self._retrieve(self.prompt, "prompt", into_prompt=True)
+                hits = self.refresh.retrieve(self.prompt, "prompt", into_prompt=True)
                 self.retrieved = [h.to_dict() for h in hits]
                 passages = [h.text for h in hits]
-            self.in_prompt = dict.fromkeys(passages)
+            self.refresh.in_prompt = dict.fromkeys(passages)
             text_passages = passages
         elif self.initial_passages is None and rt.datastore is not None:
-            self.retrieved = [h.to_dict() for h in self._retrieve(self.prompt, "prompt")]
+            self.retrieved = [h.to_dict() for h in self.refresh.retrieve(self.prompt, "prompt")]
         elif self.initial_passages:
-            self._add_units(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
+            self.refresh.add(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
         self.offset = memory_offset(rt.config)
         [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], self.offset)
@@ -594,88 +474,8 @@ class ControlledRun(Hook):
             self.retry_sampler = Sampler(self.cfg.retry_temperature, self.cfg.retry_top_p,
                                          seed if seed is not None else 0)
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
-        self.read_under = self.memory_version  # the memory the prompt is read under (the cache's, while unchanged)
+        self.read_under = self.refresh.version  # the memory the prompt is read under (the cache's, while unchanged)
         return ids
-
-    def result(self, loop: TokenLoop, t_start: float, row: int = 0,
-               since: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> GenerationResult:
-        """This prompt's answer (row `row` of the loop) with its sentences, stats and trace; `since`:
-        the loop's prefill, decode and rewind seconds when the row joined (its model times are the
-        batch's from then on)."""
-        if loop.reasons[row] != "eos":
-            self._drop_repeated_tail()
-        t, finish = self.tracker, loop.reasons[row]
-        total = time.perf_counter() - t_start
-        sec = self.seconds
-        prefill_s, decode_s, rewind_s = (now - then for now, then in
-                                         zip((loop.prefill_s, loop.decode_s, loop.rewind_s), since))
-        measured = (prefill_s + decode_s + rewind_s + sec["retrieve"] + sec["encode"] + sec["check"]
-                    + sec["repeats"] + sec["rewrite"])
-        self.trace.add("finish", reason=finish, new_tokens=len(t.tokens), decoded_tokens=self.decoded,
-                       backtracks=self.backtracks)
-        sentences, rewritten = [], Counter()
-        cut_off = t.unfinished()
-        for s in t.sentences + ([cut_off] if cut_off else []):
-            check = self.checks.get((s.start, s.text))
-            sentences.append({**s.describe(), "checked": check is not None,
-                              "needs_rewrite": check["needs_rewrite"] if check else None,
-                              "verdict": check["verdict"] if check else None,
-                              "evidence": _support(check),
-                              "failed_attempts": len(self.attempts.get(s.start, [])),
-                              "rejected": [a.text.strip() for a in self.attempts.get(s.start, [])]})
-            if sentences[-1]["failed_attempts"] and check and not check["needs_rewrite"]:
-                rewritten["supported" if check["verdict"] == "supported" else "claimless"] += 1
-        tr = self.trace
-        stats = ControlledStats(
-            prompt_tokens=self.prompt_len,
-            new_tokens=len(t.tokens),
-            decoded_tokens=self.decoded,
-            pauses_retrieval=tr.count("pause", kind="retrieval"),
-            pauses_verification=tr.count("pause", kind="verification"),
-            skipped_ticks={k: s.skipped for k, s in self.schedules.items()},
-            checks=tr.count("check"),
-            failed_checks=sum(1 for e in tr.events if e["type"] == "check" and e["needs_rewrite"]),
-            errored_checks=sum(1 for e in tr.events if e["type"] == "check" and e.get("verdict") == "error"),
-            backtracks=self.backtracks,
-            rejected_sentences=len(self.attempts),
-            repeats_rejected=self.repeats_rejected,
-            rejected_by_rule=dict(self.rejected_by_rule),
-            rewrite_budget_hit=self.budget_hit,
-            rewritten_supported=rewritten["supported"],
-            rewritten_claimless=rewritten["claimless"],
-            candidates_decoded=self.candidates["decoded"],
-            candidates_judged=self.candidates["judged"],
-            candidate_tokens=self.candidates["tokens"],
-            memory_units=len(self.memory),
-            memory_bytes=self.memory.footprint()["bytes"],
-            retrieve_s=round(sec["retrieve"], 4),
-            encode_s=round(sec["encode"], 4),
-            check_s=round(sec["check"], 4),
-            rewrite_s=round(sec["rewrite"], 4),
-            total_s=round(total, 4),
-            prefill_s=round(prefill_s, 4),
-            decode_s=round(decode_s, 4),
-            backtrack_s=round(rewind_s, 4),
-            repeats_s=round(sec["repeats"], 4),
-            check_candidates_s=round(sec["check_candidates"], 4),
-            check_extract_s=round(sec["check_extract"], 4),
-            check_search_s=round(sec["check_search"], 4),
-            check_judge_s=round(sec["check_judge"], 4),
-            other_s=round(total - measured, 4),
-        )
-        return GenerationResult(
-            prompt=self.prompt,
-            text=t.text,
-            token_ids=list(t.tokens),
-            logprobs=list(t.logprobs),
-            finish_reason=finish,
-            memory=self.memory.describe(),
-            retrieved=self.retrieved,
-            stats=stats,
-            trace=tr.to_list(),
-            sentences=sentences,
-        )
-
 
 def memory_offset(config) -> int:
     """Where an answer's context positions start: after the memory's unit positions, if it has any."""
@@ -691,45 +491,5 @@ def answer_loop(runtime, dec, session, records: list | None = None, hooks: list 
                 or 4 * dec.max_new_tokens)
 
 
-def check_all(checker, items: list[tuple[str, str, str]]) -> list:
-    """(sentence, context, prompt) checked as one batch where the checker can, else one by one."""
-    if hasattr(checker, "check_sentences"):
-        return checker.check_sentences(items)
-    return [checker.check_sentence(text, context=context, prompt=prompt) for text, context, prompt in items]
-
-
-def candidate_rank(candidate: Attempt, check) -> tuple:
-    """Which passing candidate is kept: the one adding the most supported claims the answer does
-    not hold yet, then the likeliest. Only supported candidates pass (when a candidate holding no
-    checkable claim could pass, a quarter of the bio rewrites kept were such filler); the verdict
-    stays first in the key so a looser pass rule could never rank filler first."""
-    return (check.verdict == "supported", candidate.new_supported or 0, candidate.mean_logprob)
-
-
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def _support(check: dict | None) -> list[dict]:
-    """The passages (title, source, offsets, score) behind the supported claims of a check."""
-    if not check:
-        return []
-    seen, out = set(), []
-    for v in check["verdicts"]:
-        if v["label"] == "supported":
-            for e in v["evidence"][:1]:  # the best passage per claim: the one the judge read first
-                cite = {k: e[k] for k in ("title", "source_id", "start", "end", "score") if k in e}
-                key = (cite.get("source_id"), cite.get("start"))
-                if key not in seen:
-                    seen.add(key)
-                    out.append({**cite, "claim": v["claim"]})
-    return out
-
-
-def or_else(action, otherwise):
-    """`action`, where it (or, for a Branch, whatever its rounds come to) ends in no action: `otherwise()`."""
-    if isinstance(action, Branch):
-        then = action.then
-        action.then = lambda *result: or_else(then(*result), otherwise)
-        return action
-    return action if action is not None else otherwise()

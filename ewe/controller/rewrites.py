@@ -83,3 +83,11 @@ def attempts(records: list, reasons: list, start: int) -> list[Attempt]:
         out.append(Attempt(rec.tokens[start:end], rec.logprobs[start:end], rec.entropies[start:end],
                            rec.decode(start, end).strip()))
     return out
+
+
+def candidate_rank(candidate: Attempt, check) -> tuple:
+    """Which passing candidate is kept: the one adding the most supported claims the answer does
+    not hold yet, then the likeliest. Only supported candidates pass (when a candidate holding no
+    checkable claim could pass, a quarter of the bio rewrites kept were such filler); the verdict
+    stays first in the key so a looser pass rule could never rank filler first."""
+    return (check.verdict == "supported", candidate.new_supported or 0, candidate.mean_logprob)

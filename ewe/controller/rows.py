@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable
 
-from ..engine import ContinuousLoop, Hook, JoiningRow, RowFeed, TokenLoop
+from ..engine import ContinuousLoop, Hook, Request, RowFeed, TokenLoop
 from ..engine.watch import prompt_watchers
 from ..result import GenerationResult
-from .controlled_run import ControlledRun, answer_loop, check_all, memory_offset
+from .controlled_run import ControlledRun, answer_loop, memory_offset
+from .sentence_checks import check_all
 
 
 def check_rows(config) -> None:
@@ -23,58 +23,44 @@ def check_rows(config) -> None:
                          "false to decode the prompts one by one")
 
 
-@dataclass
-class RowRequest:
-    """A controlled run waiting to join a batch: who watches its answer, who gets its result, and
-    who gets its error (None: the error ends the whole batch)."""
-
-    run: ControlledRun
-    watchers: list
-    done: Callable[[GenerationResult], None]
-    failed: Callable[[BaseException], None] | None = None
-
-
 class ControlledRows(RowFeed):
     """Controlled runs as the rows of one continuously batched loop (`ContinuousLoop.run_fed`): a run
     joins when a row is free (its passages retrieved and encoded then, its memory its own), and its
-    result goes to its `done` as soon as its row ends. `take(n)`: up to n RowRequests to start now."""
+    result goes to its `on_done` as soon as its row ends. `take(n)`: up to n Requests to start now,
+    each with its `run`."""
 
-    def __init__(self, take: Callable[[int], list[RowRequest]]):
+    def __init__(self, take: Callable[[int], list[Request]]):
         self.take = take
-        self.rows: dict[int, tuple[RowRequest, float, tuple]] = {}
+        self.rows: dict[int, tuple[Request, float, tuple]] = {}
 
-    def joining(self, loop: TokenLoop, rows: list[int]) -> list[JoiningRow]:
+    def joining(self, loop: TokenLoop, rows: list[int]) -> list[Request]:
         out = []
         for request in self.take(len(rows)):
             run, row = request.run, rows[len(out)]
             t0 = time.perf_counter()
             try:
-                ids = run.prepare()
+                request.prompt_ids = run.prepare()
             except Exception as e:  # this request's error (a bad passage, a failed search): the batch goes on
-                if request.failed is None:
+                if request.on_error is None:
                     raise
-                request.failed(e)
+                request.on_error(e)
                 continue
             run.session = loop.row_view(row)
             for watcher in request.watchers:
                 watcher.watch(row, run.trace)
             self.rows[row] = (request, t0, (loop.prefill_s, loop.decode_s, loop.rewind_s))
-            out.append(JoiningRow(ids, run.tracker, [run, run.banned, *request.watchers],
-                                  run.memory.state() if len(run.memory) else None))
+            request.record, request.hooks = run.tracker, [run, run.banned, *request.watchers]
+            request.memory_state = run.memory.state() if len(run.memory) else None
+            out.append(request)
         return out
 
     def ended(self, loop: TokenLoop, row: int) -> None:
         request, t0, since = self.rows.pop(row)
-        request.done(request.run.result(loop, t0, row, since))
+        request.on_done(request.run.result(loop, t0, row, since))
 
     def run_of(self, row: int) -> ControlledRun | None:
         """The run writing row `row` (None: the row is free)."""
         return self.rows[row][0].run if row in self.rows else None
-
-    @property
-    def running(self) -> list[RowRequest]:
-        """The requests whose rows are writing now."""
-        return [request for request, _, _ in self.rows.values()]
 
 
 class RowChecks(Hook):
@@ -92,23 +78,23 @@ class RowChecks(Hook):
         for checker in {id(run.checker): run.checker for run, _ in wanted}.values():
             mine = [(run, pair) for run, pair in wanted if run.checker is checker]
             for (run, pair), check in zip(mine, check_all(checker, [(*pair, run.prompt) for run, pair in mine])):
-                run.prefetched[pair] = check
+                run.sentence_checks.prefetched[pair] = check
 
 
 def run_rows(runs: list[ControlledRun], capacity: int | None = None) -> list[GenerationResult]:
     """Several prompts' controlled runs decoded as the rows of one batch, at most `capacity` at once
     (None: all), the next prompt joining as soon as a row ends (`decode_rows`)."""
     results: list[GenerationResult | None] = [None] * len(runs)
-    waiting = deque(RowRequest(run, prompt_watchers(i), lambda result, i=i: results.__setitem__(i, result))
-                    for i, run in enumerate(runs))
+    waiting = deque(Request(run.prompt, watchers=prompt_watchers(i), run=run,
+                            on_done=lambda result, i=i: results.__setitem__(i, result)) for i, run in enumerate(runs))
     decode_rows(runs[0].runtime, runs[0].dec, lambda n: [waiting.popleft() for _ in range(min(n, len(waiting)))],
                 capacity or len(runs))
     return results
 
 
-def decode_rows(runtime, dec, take: Callable[[int], list[RowRequest]], capacity: int) -> None:
+def decode_rows(runtime, dec, take: Callable[[int], list[Request]], capacity: int) -> None:
     """Controlled runs as the rows of one continuously batched loop: up to `capacity` at once, each
-    joining when a row is free (`take(n)`: up to n RowRequests to start now), each with its own
+    joining when a row is free (`take(n)`: up to n Requests, each with its `run`, to start now), each with its own
     memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
     that row alone; a row's candidates decode as rows of the same batch while it waits; the checks
     several rows run at the same step go to the checker as one batch); greedy rows write what they

@@ -62,3 +62,11 @@ class PauseSchedule:
                 reasons.append(f"min token probability {s.min_prob:.3f} < {self.min_prob_threshold}")
         self.pending = []
         return due, "; ".join(reasons)
+
+
+def pause_schedules(controller) -> dict[str, PauseSchedule]:
+    """The retrieval (T_r) and verification (T_v) schedules of the configuration's `controller` section."""
+    c = controller
+    return {kind: PauseSchedule(kind, getattr(c, f"{prefix}_trigger"), getattr(c, f"{prefix}_interval"),
+                                c.entropy_threshold, c.min_prob_threshold)
+            for kind, prefix in (("retrieval", "retrieval"), ("verification", "verify"))}

@@ -4,11 +4,12 @@ The hook vocabulary (actions.py) loads without torch; the loop, the session and 
 load on first use, so a method module that only defines hooks stays light to import."""
 from importlib import import_module
 
-from .actions import BanFirstTokens, Branch, Continuation, Hook, Hooks, JoiningRow, Rewind, RowFeed, RowHooks, Stop
+from .actions import BanFirstTokens, Branch, Continuation, Hook, Hooks, Rewind, RowFeed, RowHooks, Stop
+from .request import Request
 
 _LAZY = {"TokenLoop": ".loop", "decode": ".loop", "ContinuousLoop": ".continuous", "Sampler": ".sampling", "DecodingSession": ".session"}
 
-__all__ = ["BanFirstTokens", "Branch", "ContinuousLoop", "Continuation", "Hooks", "DecodingSession", "Hook", "JoiningRow", "Rewind",
+__all__ = ["BanFirstTokens", "Branch", "ContinuousLoop", "Continuation", "Hooks", "DecodingSession", "Hook", "Request", "Rewind",
            "RowFeed", "RowHooks", "Sampler", "Stop", "TokenLoop", "decode"]
 
 

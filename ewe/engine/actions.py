@@ -92,6 +92,15 @@ class Branch:
     reuse_prefix: bool = False
 
 
+def or_else(action, otherwise):
+    """`action`, where it (or, for a Branch, whatever its rounds come to) ends in no action: `otherwise()`."""
+    if isinstance(action, Branch):
+        then = action.then
+        action.then = lambda *result: or_else(then(*result), otherwise)
+        return action
+    return action if action is not None else otherwise()
+
+
 @dataclass
 class Stop:
     """End this row here: its record keeps what it has (a batch of candidates ends row by row)."""
@@ -99,28 +108,14 @@ class Stop:
     reason: str = "stop"
 
 
-@dataclass
-class JoiningRow:
-    """A prompt that joins a batch already decoding (continuous batching, `ContinuousLoop.run_fed`):
-    its token ids, the record it writes, its hooks (answering for its row only, as in
-    `RowHooks`), the memory it reads (a one-row MemoryState, None for none), its most new
-    tokens and its budget of sampled tokens (None: the loop's)."""
-
-    prompt_ids: list[int]
-    record: object
-    hooks: list = field(default_factory=list)
-    memory_state: object = None
-    max_new_tokens: int | None = None
-    budget: int | None = None
-
-
 class RowFeed:
     """Where a continuously batched loop gets its rows and hands back those that ended: between
     two steps the loop reports each row that ended (`ended`), then offers the free rows
     (`joining`); it stops when no row is writing and the feed offers none."""
 
-    def joining(self, loop: "TokenLoop", rows: list[int]) -> list[JoiningRow]:
-        """Up to `len(rows)` prompts to join now, the i-th becoming row `rows[i]` ([]: none now)."""
+    def joining(self, loop: "TokenLoop", rows: list[int]) -> list["Request"]:
+        """Up to `len(rows)` requests to join now (engine/request.py, filled for their rows), the
+        i-th becoming row `rows[i]` ([]: none now)."""
         return []
 
     def ended(self, loop: "TokenLoop", row: int) -> None:

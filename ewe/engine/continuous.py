@@ -18,8 +18,9 @@ import time
 
 import torch
 
-from .actions import Branch, Continuation, Hook, Hooks, JoiningRow, RowFeed, RowHooks, Stop
+from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, Stop
 from .loop import TokenLoop
+from .request import Request
 from .session import DecodingSession
 
 __all__ = ["ContinuousLoop"]
@@ -82,7 +83,7 @@ class ContinuousLoop(TokenLoop):
             full[row] = row_logits[0]
         return full
 
-    def _join(self, row: int, new: JoiningRow) -> torch.Tensor:
+    def _join(self, row: int, new: Request) -> torch.Tensor:
         """Prefill `new` on its own and add it to the batch as row `row`; its next logits [1, V]."""
         t0 = time.perf_counter()
         part = self.session.fresh(new.memory_state)

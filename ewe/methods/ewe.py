@@ -128,12 +128,17 @@ class EWEMethod(Method):
 
     def run_joining(self, take, capacity: int, dec) -> None:
         from ..controller.controlled_run import ControlledRun
-        from ..controller.rows import RowRequest, decode_rows
+        from ..controller.rows import decode_rows
 
         rt = self.runtime
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
-        decode_rows(rt, dec, lambda n: [RowRequest(ControlledRun(rt, checker, r.prompt, dec, r.passages), r.watchers,
-                                                   r.finish, r.fail) for r in take(n)], capacity)
+
+        def controlled(requests: list) -> list:
+            for r in requests:
+                r.run = ControlledRun(rt, checker, r.prompt, dec, r.passages)
+            return requests
+
+        decode_rows(rt, dec, lambda n: controlled(take(n)), capacity)
 
     @classmethod
     def checks_itself(cls, config) -> bool:

@@ -20,25 +20,10 @@ package can offer methods to the CLI (`ewe run --config` a YAML naming them) thr
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Callable
 
 from pydantic import ValidationError
 
 from ..settings import error_lines
-
-@dataclass
-class JoiningRequest:
-    """A prompt as `Method.run_joining` takes it: its passages (None: retrieved), `finish(result)`,
-    called as soon as its row ends, `fail(error)`, called when it cannot start, and who watches
-    its answer being written (engine/watch.py)."""
-
-    prompt: str
-    passages: list[str] | None
-    finish: Callable
-    fail: Callable
-    watchers: list = field(default_factory=list)
-
 
 BUILT_IN = {  # name -> "module:class"
     "ewe": "ewe.methods.ewe:EWEMethod",
@@ -101,9 +86,9 @@ class Method:
         return False
 
     def run_joining(self, take, capacity: int, dec) -> None:
-        """Answer the `JoiningRequest`s `take(n)` offers (up to n now; [] none) as the rows of one
-        batch of at most `capacity`, each joining when a row is free. Returns when no row is
-        writing and `take` offers none."""
+        """Answer the Requests (engine/request.py: prompt, passages, watchers, on_done, on_error)
+        `take(n)` offers (up to n now; [] none) as the rows of one batch of at most `capacity`, each
+        joining when a row is free. Returns when no row is writing and `take` offers none."""
         raise NotImplementedError(f"method {self.name!r} does not decode requests that join a running batch")
 
     @classmethod

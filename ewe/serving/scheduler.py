@@ -19,7 +19,8 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from ..methods.registry import JoiningRequest, method_class
+from ..engine.request import Request
+from ..methods.registry import method_class
 from .stream import AnswerStream, run_streamed
 
 END = object()  # the last event of every job
@@ -176,7 +177,7 @@ class Scheduler:
         unanswered: list[Job] = []  # joined, not yet answered
         first_waits = [first]
 
-        def take(n: int) -> list[JoiningRequest]:
+        def take(n: int) -> list[Request]:
             jobs = [first_waits.pop()] if first_waits and n else []
             out = []
             for job in jobs + self._more(first, n - len(jobs)):
@@ -184,9 +185,10 @@ class Scheduler:
                 if job.cancelled:
                     self._done(job, None, unanswered)
                     continue
-                out.append(JoiningRequest(job.prompt, job.passages,
-                                          lambda result, job=job: self._done(job, result, unanswered),
-                                          lambda error, job=job: self._done(job, error, unanswered), job.watchers))
+                out.append(Request(job.prompt, job.passages,
+                                   on_done=lambda result, job=job: self._done(job, result, unanswered),
+                                   on_error=lambda error, job=job: self._done(job, error, unanswered),
+                                   watchers=job.watchers))
             return out
 
         try:

@@ -1,0 +1,95 @@
+"""What enters one answer's working memory, and when: retrieved passages about the prompt's
+subject, given passages and the checker's feedback, each change traced and pushed to the
+decoding session (the paper's refresh, docs/DESIGN.md section 2).
+
+`version` counts the changes: a greedy retry under the same memory as its attempt would write
+that attempt again (ControlledRun._retry_would_repeat), and candidates reuse the prompt's cache
+only while the memory it was read under is unchanged.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+from ..retrieval.in_prompt import UNIT_TEXTS
+from ..verify.subject import names_subject, passage_subject, same_subject
+from ..verify.types import Evidence
+
+
+class MemoryRefresh:
+    """One answer's memory (`units`, a MemoryState) and the searches that fill it; `seconds` is the
+    run's time breakdown ("retrieve", "encode" are added here); `session` the decoding session that
+    reads the memory (None before decoding starts)."""
+
+    def __init__(self, runtime, trace, seconds: dict, subject: str | None):
+        self.runtime, self.trace, self.seconds, self.subject = runtime, trace, seconds, subject
+        self.units = runtime.new_memory()
+        self.version = 0
+        self.session = None
+        # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
+        # not a set: the candidates re-read them in this order, and a set's order changes per process
+        self.in_prompt: dict[str, None] = {}
+
+    def changed(self, why: str) -> None:
+        self.version += 1
+        if self.session is not None:
+            self.session.set_memory(self.units.state(), reencode=self.runtime.config.memory.reencode_context)
+        self.trace.add("memory", why=why, pools=self.units.describe(), units=len(self.units))
+
+    def add(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
+        """Encode `texts` as units of `pool`; what was added, evicted or already present."""
+        t0 = time.perf_counter()
+        texts = [UNIT_TEXTS[self.runtime.config.memory.unit_text](t) for t in texts]
+        with warnings.catch_warnings():
+            if pool == "feedback":  # the checker's evidence is cut to the unit size on purpose
+                warnings.simplefilter("ignore")  # passages (given or retrieved) keep their truncation warning
+            change = self.units.add(texts, pool=pool, meta=meta)
+        self.seconds["encode"] += time.perf_counter() - t0
+        if change["added"] or change["evicted"]:
+            self.changed(why)
+        return change
+
+    def add_feedback(self, feedback: list[dict]) -> None:
+        """The checker's feedback messages as units of the feedback pool (the paper's retry reads them)."""
+        if feedback:
+            self.add([f["text"] for f in feedback], "feedback",
+                     [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
+
+    def retrieve(self, query: str, why: str, into_prompt: bool = False) -> list:
+        """Search; the hits become retrieval units, or (`into_prompt`) are only returned and traced."""
+        t0 = time.perf_counter()
+        hits = self.runtime.retrieve([query])[0]
+        t1 = time.perf_counter()
+        self.seconds["retrieve"] += t1 - t0
+        found = [h.to_dict() for h in hits]
+        hits, off = self.about_subject(hits)
+        if into_prompt:
+            event = self.trace.add("retrieve", why=why, query=query, hits=found, placement="prompt")
+            if off:
+                event["off_subject"] = off
+            return hits
+        event = self.trace.add("retrieve", why=why, query=query, hits=found, added=[], evicted=[], present=[])
+        if off:
+            event["off_subject"] = off
+        hits = [h for h in hits if h.text not in self.in_prompt]
+        if hits:
+            meta = [{"title": h.title, "score": round(float(h.score), 4)} for h in hits]
+            change = self.add([h.text for h in hits], "retrieval", meta, f"retrieval ({why})")
+            event.update(added=change["added"], evicted=change["evicted"], present=change["present"])
+        event["seconds"] = {"search": round(t1 - t0, 4), "encode": round(time.perf_counter() - t1, 4)}
+        return hits
+
+    def about_subject(self, hits: list) -> tuple[list, list[str]]:
+        """The hits that can speak about the person the prompt asks about (verify/subject.py): a
+        passage about someone else enters memory only if it names them ("Pierre Curie ... his wife
+        Marie Curie"); the titles of the others. Prompts that name no person keep every hit."""
+        if self.subject is None:
+            return hits, []
+        kept, off = [], []
+        for h in hits:
+            about = passage_subject(Evidence(text=h.text, title=h.title))
+            if about is None or same_subject(self.subject, about) or names_subject(h.text, self.subject, about):
+                kept.append(h)
+            else:
+                off.append(h.title)
+        return kept, off

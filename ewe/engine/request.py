@@ -1,0 +1,34 @@
+"""The one unit of work, from the client that adds it to the row of a batch that writes it.
+
+A client (`EWE.generate`, `ewe run`, `ewe serve`) fills what it asks: the prompt, its passages,
+who watches the answer being written, where the result and an error go. The method fills, when
+the request gets a row, how the row writes it: the prompt's token ids, the record, the hooks,
+the memory it reads, its limits, and `run`, the method's own state for it (EWE's ControlledRun).
+Loads without torch, like the hook vocabulary (actions.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(eq=False)
+class Request:
+    """prompt, passages (None: retrieved as the configuration says; [] none), watchers
+    (engine/watch.py), on_done(result) when its row ends, on_error(error) when it cannot start
+    (None: the error ends the whole batch). Filled for its row: prompt_ids, record, hooks (they
+    answer for its row only, as in `RowHooks`), memory_state (a one-row MemoryState; None for
+    none), max_new_tokens and budget (sampled tokens; None: the loop's), run."""
+
+    prompt: str = ""
+    passages: list[str] | None = None
+    on_done: Callable | None = None
+    on_error: Callable | None = None
+    watchers: list = field(default_factory=list)
+    prompt_ids: list[int] = field(default_factory=list)
+    record: object = None
+    hooks: list = field(default_factory=list)
+    memory_state: object = None
+    max_new_tokens: int | None = None
+    budget: int | None = None
+    run: object = None
