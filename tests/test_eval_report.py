@@ -46,7 +46,8 @@ def _summary(method, dataset, details, f1, **over):
     s = {"method": method, "dataset": dataset, "n": 3, "K": 10, "precision": 0.81234, "recall": 0.4567,
          "f1": f1, "claims_per_response": 12.345, "supported_per_response": 9.87, "tokens": 187.6,
          "seconds_per_prompt": 3.14159, "pauses": 4.26, "backtracks": 1.5, "checker": "nli", "details": details,
-         "raw_claims_per_response": 14.5, "repeated_sentences_per_response": 0.333}
+         "raw_claims_per_response": 14.5, "repeated_sentences_per_response": 0.333,
+         "off_subject_claims_per_response": 0.5, "loop_sentences": 1, "meta_sentences": 0}
     s.update(over)
     return s
 
@@ -79,7 +80,8 @@ def test_markdown_table_rounds_like_the_paper(runs, tmp_path):
     assert {"ewe", "base"} <= set(rows)
     ewe = [c.strip() for c in rows["ewe"].split("|")[1:-1]]
     assert ewe[:5] == ["ewe", "3", "81.2", "45.7", "**56.8**"]  # best F1 bolded
-    assert ewe[5:] == ["10", "12.3", "9.9", "14.5", "0.33", "188", "3.14", "4.3", "1.5", "–", "nli", "-"]  # no refinement: a dash
+    assert ewe[5:] == ["10", "12.3", "9.9", "14.5", "0.33", "0.50", "1", "0", "188", "3.14", "4.3", "1.5", "–", "nli",
+                       "-"]  # no refinement: a dash
     base = [c.strip() for c in rows["base"].split("|")[1:-1]]
     assert base[2:5] == ["70.0", "30.0", "43.2"]
     assert "## bios" in md

@@ -104,11 +104,10 @@ DEDUP = "core-subject"  # the grouping a details line's unique counts were made 
 
 def mark_duplicates(sentences: list[dict], redundancy, prompt: str | None = None) -> None:
     """Mark each claim that repeats an earlier claim of the response (`duplicate_of`: the sentence
-    and claim it repeats, and why), and each sentence that adds nothing (`repeats`: every claim of
-    it a duplicate, or its text identical to an earlier sentence's). Idempotent. `prompt` names
-    the answer's subject, whose name alone never links two claims (Redundancy.links)."""
+    and claim it repeats, and why). Idempotent. `prompt` names the answer's subject, whose name
+    alone never links two claims (Redundancy.links). Which sentences repeat is the scorer's own
+    count (defects.py), not this grouping's."""
     from ..verify.claims import prompt_person
-    from ..verify.redundancy import normalize
 
     flat = [(si, ci, c) for si, s in enumerate(sentences) for ci, c in enumerate(s["claims"])]
     for _, _, c in flat:
@@ -117,11 +116,6 @@ def mark_duplicates(sentences: list[dict], redundancy, prompt: str | None = None
     for i, (j, why) in grouping.merged.items():
         flat[i][2]["duplicate_of"] = {"sentence": flat[j][0], "claim": flat[j][1], "text": flat[j][2]["text"],
                                       "why": why}
-    seen: set[str] = set()
-    for s in sentences:
-        key = normalize(s["text"])
-        s["repeats"] = key in seen or (bool(s["claims"]) and all("duplicate_of" in c for c in s["claims"]))
-        seen.add(key)
 
 
 def credited_elsewhere(verdict, prompt: str) -> bool:
@@ -166,11 +160,10 @@ def raw_claim_counts(sentences: list[dict]) -> tuple[int, int]:
 
 
 def count_fields(sentences: list[dict]) -> dict:
-    """The counts a details line carries: unique (scored), raw, and the response's repeated sentences."""
+    """The claim counts a details line carries: unique (scored) and raw (defects.py counts the rest)."""
     n, sup = claim_counts(sentences)
     n_raw, sup_raw = raw_claim_counts(sentences)
-    return {"n_claims": n, "n_supported": sup, "n_claims_raw": n_raw, "n_supported_raw": sup_raw,
-            "repeated_sentences": sum(1 for s in sentences if s.get("repeats")), "dedup": DEDUP,
+    return {"n_claims": n, "n_supported": sup, "n_claims_raw": n_raw, "n_supported_raw": sup_raw, "dedup": DEDUP,
             "other_subject_credits": sum(1 for s in sentences for c in s["claims"]
                                          if c.get("other_subject") and "duplicate_of" not in c)}
 

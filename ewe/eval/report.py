@@ -50,13 +50,16 @@ COLUMNS = (
     ("Recall", "recall", "pct"), ("F1@K", "f1", "pct"), ("K", "K", "int"),
     ("Claims/resp", "claims_per_response", "one"), ("Supported/resp", "supported_per_response", "one"),
     ("Raw claims/resp", "raw_claims_per_response", "one"), ("Repeated sent./resp", "repeated_sentences_per_response", "two"),
+    ("Off-subject claims/resp", "off_subject_claims_per_response", "two"), ("Loop sent.", "loop_sentences", "int"),
+    ("Meta sent.", "meta_sentences", "int"),
     ("Tokens", "tokens", "zero"), ("s/prompt", "seconds_per_prompt", "two"), ("Pauses", "pauses", "one"),
     ("Backtracks", "backtracks", "one"), ("Refine tokens", "refine_tokens", "one"), ("Checker", "checker", "text"),
     ("In-loop checker", "in_loop_checker", "text"),
 )
 # only Streaming-VR / Full-VR runs have refinement counts; only `ewe eval run` knows the methods' own checkers
 OPTIONAL_KEYS = ("refine_tokens", "vr_method", "in_loop_checker", "self_graded", "raw_claims_per_response",
-                 "raw_supported_per_response", "repeated_sentences_per_response")
+                 "raw_supported_per_response", "repeated_sentences_per_response", "off_subject_claims_per_response",
+                 "loop_sentences", "meta_sentences")
 _F1_COL = [key for _, key, _ in COLUMNS].index("f1")
 
 
@@ -508,10 +511,16 @@ def _sentence_views(rec: dict, has_checker: bool) -> tuple[list[dict], list[dict
             "text": s["text"], "claims": s["claims"],
             "checks": [_check_view(own[i], s["text"]) for i in mine],
             "checker_note": "" if mine else ("no record of this sentence" if has_checker else "none"),
-            "scorer": f"{good}/{n} claim{'' if n == 1 else 's'} supported" if n else "no checkable claims",
+            "scorer": (f"{good}/{n} claim{'' if n == 1 else 's'} supported" if n else "no checkable claims")
+            + "".join(f"; {what}" for key, what in _DEFECT_NOTES if s.get(key)),
         })
     rest = [_check_view(o, "") for i, o in enumerate(own) if i not in used and _norm(o["text"])]
     return views, rest
+
+
+# the scorer's own defect marks of a sentence (eval/defects.py), as the page names them
+_DEFECT_NOTES = (("repeats", "repeats an earlier sentence"), ("loop", "a loop inside the sentence"),
+                 ("meta", "talks to the user, not an answer"))
 
 
 def _checker_tally(rec: dict) -> str:
@@ -620,7 +629,7 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 {% else %}<div class="check none"><span class="tag">checker</span> {{ s.checker_note }}</div>
 {% endfor %}
 <div class="tally"><span class="tag scorer">scorer</span> {{ s.scorer }}</div>
-{% for c in s.claims %}<div class="claim {{ c.label }}"><span class="verdict">{{ c.label|replace("_", " ") }}</span> <span class="muted">{{ num(c.score) }}</span> {{ c.text }}{% if c.duplicate_of %} <span class="muted">(repeats “{{ c.duplicate_of.text }}”: {{ c.duplicate_of.why }}; counted once)</span>{% endif %}
+{% for c in s.claims %}<div class="claim {{ c.label }}"><span class="verdict">{{ c.label|replace("_", " ") }}</span> <span class="muted">{{ num(c.score) }}</span> {{ c.text }}{% if c.duplicate_of %} <span class="muted">(repeats “{{ c.duplicate_of.text }}”: {{ c.duplicate_of.why }}; counted once)</span>{% endif %}{% if c.off_subject %} <span class="muted">(names no word of the subject's name: off subject)</span>{% endif %}
 {% if c.error %}<div class="muted">checker error: {{ c.error }}</div>{% endif %}
 {% if c.evidence %}<details class="evidence"><summary>evidence ({{ c.evidence|length }})</summary><ul>
 {% for e in c.evidence %}<li><b>{{ e.title }}</b> <span class="muted">({{ num(e.get('score')) }})</span>: {{ e.text }}</li>

@@ -18,6 +18,7 @@ from ..record_log import RecordLog
 from ..stats import decode_step_s, time_parts
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
+from .defects import DEFECTS, defect_counts, mark_defects
 from .metric import DEDUP, WithArticle, check_response, count_fields, mark_duplicates, median_k, score
 
 
@@ -83,18 +84,23 @@ class Scorer:
         checker = self._checker_for(row.get("topic"), row.get("score_against") == "source")
         sentences = check_response(checker, response, row["prompt"]) if response.strip() else []
         mark_duplicates(sentences, self.redundancy, row["prompt"])
+        mark_defects(sentences, row["prompt"], row.get("topic"))
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
             "dataset": dataset, "response": response, "sentences": sentences, **count_fields(sentences),
-            "stats": kept_stats(row),
+            **defect_counts(sentences, row["prompt"], row.get("topic")), "stats": kept_stats(row),
         }
 
     def deduplicate(self, detail: dict) -> dict:
-        """A details line checked before unique-claim scoring gets its duplicates marked and its
-        counts redone from the claims it holds (no claim is checked again)."""
+        """A details line checked before unique-claim scoring (or counted by older defect rules)
+        gets its duplicates and defects marked and its counts redone from the claims it holds (no
+        claim is checked again)."""
         if detail.get("dedup") != DEDUP:
             mark_duplicates(detail["sentences"], self.redundancy, detail.get("prompt"))
             detail.update(count_fields(detail["sentences"]))
+        if detail.get("defects") != DEFECTS:
+            mark_defects(detail["sentences"], detail.get("prompt") or "", detail.get("topic"))
+            detail.update(defect_counts(detail["sentences"], detail.get("prompt") or "", detail.get("topic")))
         return detail
 
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
@@ -167,6 +173,9 @@ def summarize(details: list[dict], method: str, dataset: str, K: int, checker: s
         "claims_per_response": mean("n_claims"), "supported_per_response": mean("n_supported"),
         "raw_claims_per_response": mean("n_claims_raw"), "raw_supported_per_response": mean("n_supported_raw"),
         "repeated_sentences_per_response": mean("repeated_sentences"),
+        "loop_sentences": sum(d.get("loop_sentences") or 0 for d in details),
+        "meta_sentences": sum(d.get("meta_sentences") or 0 for d in details),
+        "off_subject_claims_per_response": _mean_known([d.get("off_subject_claims") for d in details]),
         "other_subject_credits": sum(d.get("other_subject_credits") or 0 for d in details),
         "no_claim_responses": sum(1 for d in details if d["n_claims"] == 0),
         "tokens": mean("new_tokens", "stats"), "seconds_per_prompt": mean("total_s", "stats"),
@@ -174,6 +183,12 @@ def summarize(details: list[dict], method: str, dataset: str, K: int, checker: s
         "refine_tokens": statistics.mean(refine) if refine else None, "vr_method": vr_method,
         "checker": checker, "details": str(details_path),
     }
+
+
+def _mean_known(values: list) -> float | None:
+    """The mean of the values that are not None (None when none is known)."""
+    known = [v for v in values if v is not None]
+    return statistics.mean(known) if known else None
 
 
 def score_dataset(runs: dict[str, list[dict]], K: int | None = None) -> int:

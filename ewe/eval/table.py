@@ -18,6 +18,9 @@ from .compare import paired_difference
 
 COLUMNS = ("F1@K (P)", "vs best baseline, F1 (95% interval)", "claims/answer: unique (raw)",
            "repeated sentences/answer", "claims credited from another subject", "s/prompt")
+# the scorer's own defect counts (eval/defects.py), shown where a table's rows carry them
+DEFECT_COLUMNS = ("off-subject claims/answer", "loop sentences", "meta sentences")
+DEFECT_KEYS = ("off_subject_claims_per_response", "loop_sentences", "meta_sentences")
 
 
 def build(summary_path: Path, baselines: list[str]) -> dict:
@@ -38,6 +41,7 @@ def build(summary_path: Path, baselines: list[str]) -> dict:
             row = {k: r.get(k) for k in ("method", "n", "K", "f1", "precision", "claims_per_response",
                                          "raw_claims_per_response", "repeated_sentences_per_response",
                                          "other_subject_credits", "seconds_per_prompt")}
+            row.update({k: r[k] for k in DEFECT_KEYS if k in r})
             if r["method"] != best["method"]:
                 d = paired_difference(_details(summary_path, r), _details(summary_path, best), K=r["K"])
                 row["vs"] = {"baseline": best["method"], "difference": d["difference"], "low": d["low"],
@@ -64,8 +68,10 @@ def markdown(table: dict) -> str:
     lines = []
     for ds, block in table["datasets"].items():
         rows = block["rows"]
+        defects = any("loop_sentences" in r for r in rows)
+        columns = COLUMNS[:-1] + (DEFECT_COLUMNS if defects else ()) + COLUMNS[-1:]
         lines += [f"**{ds}** (n = {rows[0]['n']}, K = {rows[0]['K']}; best baseline: {block['best_baseline']})", "",
-                  "| method | " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
+                  "| method | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
         for r in rows:
             vs = r.get("vs")
             diff = (f"{100 * vs['difference']:+.1f} ({100 * vs['low']:+.1f} to {100 * vs['high']:+.1f})"
@@ -77,9 +83,16 @@ def markdown(table: dict) -> str:
                 f"{r['repeated_sentences_per_response']:.2f}" if r.get("repeated_sentences_per_response") is not None
                 else "–",
                 str(r["other_subject_credits"]) if r.get("other_subject_credits") is not None else "–",
+                *(_defects(r) if defects else []),
                 f"{r['seconds_per_prompt']:.1f} |"]))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _defects(row: dict) -> list[str]:
+    off = row.get("off_subject_claims_per_response")
+    return ["–" if off is None else f"{off:.2f}", str(row.get("loop_sentences", "–")),
+            str(row.get("meta_sentences", "–"))]
 
 
 def write(summary_path: Path, baselines: list[str], out: Path) -> dict:

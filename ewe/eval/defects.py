@@ -1,0 +1,146 @@
+"""The scorer's own count of what no claim score sees: sentences that repeat an earlier one,
+loops inside one sentence, talk to the user instead of an answer, and claims about someone else
+in an answer about a person.
+
+These rules are deliberately the scorer's, not the loop's: EWE's controller rejects such
+sentences with verify/degenerate.py, verify/subject.py and verify/redundancy.py, and a yardstick
+made of the same rules could never see what they miss (issue 56: "0.00 repeated sentences"
+came from the very test that had dropped the others). Nothing here imports those modules; the
+rules are plain text tests, frozen by tests/test_defects.py on fixed answers, and `DEFECTS`
+names their version (a details line counted by an older version is counted again).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+DEFECTS = "defects-1"
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# function words: left out of the words two sentences are compared on
+_FUNCTION = frozenset("""a an the and or but nor of in on at to for from by with as into onto upon about after before
+during since until than then that this these those which who whom whose what when where while is are was were be been
+being am has have had do does did will would shall should can could may might must it its he she his her him they them
+their there here also not no so such very more most many much one first""".split())
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _words(text) if w not in _FUNCTION and not w.isdigit()}
+
+
+def repeated_sentences(texts: list[str], overlap: float = 0.8) -> list[bool]:
+    """Per sentence: it repeats one earlier sentence of the answer, its words the same, or (four
+    content words or more) at least `overlap` of its content words in that one sentence."""
+    out, earlier, seen = [], [], set()
+    for text in texts:
+        key = " ".join(_words(text))
+        mine = _content(text)
+        out.append(bool(key) and (key in seen or (len(mine) >= 4 and any(
+            len(mine & e) >= overlap * len(mine) for e in earlier))))
+        seen.add(key)
+        earlier.append(mine)
+    return out
+
+
+def loop_sentence(text: str) -> bool:
+    """A sentence that goes round in a loop: a run of three words said three times or more in it,
+    or a run of five words said twice ("is often referred to as "the father of modern drama" and
+    is often referred to as ..."; "2019 Best Female Actress, 2020 Best Female Actress, ...")."""
+    ws = _words(text)
+    for n, times in ((3, 3), (5, 2)):
+        grams = Counter(tuple(ws[i:i + n]) for i in range(len(ws) - n + 1))
+        if any(c >= times and not _all_function(g) for g, c in grams.items()):
+            return True
+    return False
+
+
+def _all_function(gram: tuple[str, ...]) -> bool:
+    return all(w in _FUNCTION for w in gram)
+
+
+_META = re.compile(
+    r"^(?:sure|certainly|of course|okay|ok)\b|^(?:here (?:is|are|'s)|let me|let's|note:)|"
+    r"\b(?:we'll|we've)\b|\byour (?:bio|biography|question|request|answer|essay|text|prompt)\b|"
+    r"\b(?:as an ai|as a language model|in this (?:bio|biography|answer|response))\b|"
+    # the source spoken of instead of the subject ("The article highlights the era of New Imperialism")
+    r"\b(?:the|this) (?:article|passage|text|document)s? (?:also )?(?:highlights|provides|mentions|describes|"
+    r"discusses|says|states|notes|is a)\b", re.IGNORECASE)
+# the first person speaking ("I'll add", "I hope"), not a regnal or ordinal I ("Charles I would", "World War I")
+_FIRST_PERSON = re.compile(r"(?:^|(?<=[^\w\s])\s*|\b(?i:and|but|so|now|here|then)\s+)(?:I(?:'ll|'m|'ve|'d)\b|"
+                           r"I (?:am|will|would|have|hope|think|believe|can|cannot|could|must|need|want|should|"
+                           r"shall|just|also)\b)")
+
+
+def meta_sentence(text: str) -> bool:
+    """A sentence that speaks to the user or about the answer or its source instead of answering
+    ("Sure, ...", "Here are ...", "I'll add a few more details.", "Your bio is filled with ...",
+    "The article highlights ..."); words inside
+    quotation marks (a title, a quote) do not count."""
+    bare = re.sub(r"[\"“][^\"”]*[\"”]", " ", text).strip().replace("’", "'")
+    return bool(_META.search(bare) or _FIRST_PERSON.search(bare))
+
+
+_PERSON_PROMPT = re.compile(r"\b(?:bio(?:graphy)? of|life of|who (?:was|is))\s+(.+?)[\s.?!]*$", re.IGNORECASE)
+_TITLES = frozenset("""sir lord lady saint st king queen prince princess emperor empress duke duchess pope president
+general dr mr mrs ms count countess baron the of von van de da der la le du jr sr ii iii iv""".split())
+
+
+def person_asked(prompt: str, topic: str | None = None) -> str | None:
+    """Who a prompt asks about when it asks about a person ("Tell me a bio of Ada Lovelace."; the
+    row's topic where the dataset gives one), else None: other prompts name things whose makers
+    and parts an answer rightly speaks of."""
+    m = _PERSON_PROMPT.search(prompt.strip())
+    if not m:
+        return None
+    return topic or m.group(1)
+
+
+def name_words(person: str) -> set[str]:
+    """The words of a name that identify the person (titles, particles and initials left out):
+    "Prince Eugene of Savoy" -> {eugene, savoy}."""
+    return {w for w in _words(re.sub(r"\([^)]*\)", " ", person)) if w not in _TITLES and len(w) > 1}
+
+
+_PRONOUNS = frozenset("he she his her him hers himself herself".split())
+
+
+def _names_or_stands_for(text: str, names: set[str]) -> bool:
+    """`text` names a word of the name (a possessive too: "Klimt's") or has a he/she that may stand for it."""
+    ws = {w[:-2] if w.endswith("'s") else w for w in _words(text)}
+    return bool(names & ws) or bool(_PRONOUNS & ws)
+
+
+def off_subject_claim(claim: str, person: str, sentence: str = "") -> bool:
+    """A claim of an answer about `person` where neither the claim nor its sentence names a word
+    of the person's name or has a pronoun that may stand for them: a fact about someone or
+    something else ("Landscape painting is the depiction of natural scenery" in Gustav Klimt's
+    answer). A claim about the person's work in a sentence that says "his" is theirs."""
+    names = name_words(person)
+    return bool(names) and not _names_or_stands_for(claim, names) and not _names_or_stands_for(sentence, names)
+
+
+def mark_defects(sentences: list[dict], prompt: str, topic: str | None = None) -> None:
+    """Mark each sentence of a details line (`repeats`, `loop`, `meta`) and, in an answer about a
+    person, each claim about someone else (`off_subject`). Idempotent."""
+    person = person_asked(prompt, topic)
+    for s, rep in zip(sentences, repeated_sentences([s["text"] for s in sentences])):
+        s["repeats"], s["loop"], s["meta"] = rep, loop_sentence(s["text"]), meta_sentence(s["text"])
+        for c in s["claims"]:
+            c["off_subject"] = person is not None and off_subject_claim(c["text"], person, s["text"])
+    return None
+
+
+def defect_counts(sentences: list[dict], prompt: str, topic: str | None = None) -> dict:
+    """The counts a details line carries (after `mark_defects`); off-subject claims None for an
+    answer that is not about a person."""
+    person = person_asked(prompt, topic)
+    return {"defects": DEFECTS,
+            "repeated_sentences": sum(1 for s in sentences if s.get("repeats")),
+            "loop_sentences": sum(1 for s in sentences if s.get("loop")),
+            "meta_sentences": sum(1 for s in sentences if s.get("meta")),
+            "off_subject_claims": None if person is None else sum(
+                1 for s in sentences for c in s["claims"] if c.get("off_subject") and "duplicate_of" not in c)}
