@@ -18,11 +18,16 @@ LOOPS = [
     "He was known as the Godfather of Soul, Mr. Dynamite, the Hardest-Working Man in Show Business, the Godfather "
     "of Soul, Mr. Dynamite and Soul Brother No. 1.",
     "Russian poet, poet, poet, poet, poet.",
+    "He designed parks including Forest Park in Portland, Oregon, and Forest Park in Portland, Oregon.",
+    "He became a scientist and mathematician, and he became a scientist and mathematician.",
 ]
 NOT_LOOPS = [
     "She won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911.",
     "He studied at the University of Vienna and later taught at the University of Graz.",
     "Marie Curie was born in Warsaw in 1867 and died in Passy in 1934.",
+    "She was Queen of France from 1137 to 1152 as the wife of King Louis VII, and Queen of England from 1154 to "
+    "1189 as the wife of King Henry II.",
+    "She was ranked world No. 1 in women's singles for 332 weeks and world No. 1 in women's doubles for 237 weeks.",
 ]
 META = [
     "Sure, here is a short biography of Ada Lovelace.",
@@ -116,3 +121,9 @@ def test_a_possessive_names_the_person_and_a_sentence_that_says_his_makes_the_cl
                                  "His Leaves of Grass was described as obscene.")
     assert off_subject_claim("Ralph Waldo Emerson was a lecturer.", "Walt Whitman",
                              "Ralph Waldo Emerson was an American essayist and lecturer.")
+    assert not off_subject_claim("The Communist Manifesto was commissioned by the Communist League.",
+                                 "Friedrich Engels", "It was commissioned by the Communist League.",
+                                 "In 1848 Engels and Marx wrote The Communist Manifesto.")
+    assert off_subject_claim("Henri Rousseau was a French philosopher.", "Émile Durkheim",
+                             "Henri Rousseau, also known as Le Douanier, was a French philosopher.",
+                             "Durkheim founded the discipline of sociology.")

@@ -47,13 +47,26 @@ def repeated_sentences(texts: list[str], overlap: float = 0.8) -> list[bool]:
 
 
 def loop_sentence(text: str) -> bool:
-    """A sentence that goes round in a loop: a run of three words said three times or more in it,
-    or a run of five words said twice ("is often referred to as "the father of modern drama" and
-    is often referred to as ..."; "2019 Best Female Actress, 2020 Best Female Actress, ...")."""
+    """A sentence that goes round in a loop: a run of three words said three times or more in it, a
+    run of six words said twice, or a run of four said twice back to back ("is often referred to as
+    "the father of modern drama" and is often referred to as ..."; "Forest Park in Portland, Oregon,
+    and Forest Park in Portland, Oregon"). Parallel parts that differ ("Queen of France from 1137 to
+    1152 as the wife of King Louis VII, and Queen of England ... as the wife of King Henry II") are
+    no loop."""
     ws = _words(text)
-    for n, times in ((3, 3), (5, 2)):
-        grams = Counter(tuple(ws[i:i + n]) for i in range(len(ws) - n + 1))
-        if any(c >= times and not _all_function(g) for g, c in grams.items()):
+    grams = Counter(tuple(ws[i:i + 3]) for i in range(len(ws) - 2))
+    if any(c >= 3 and not _all_function(g) for g, c in grams.items()):
+        return True
+    first: dict[tuple[str, ...], int] = {}
+    for b in range(len(ws) - 3):
+        g4 = tuple(ws[b:b + 4])
+        a = first.setdefault(g4, b)
+        if a == b or _all_function(g4):
+            continue
+        run = 4  # how far the second run goes on as the first did
+        while b + run < len(ws) and a + run < b and ws[a + run] == ws[b + run]:
+            run += 1
+        if run >= 6 or b - (a + run) <= 1:  # six words again, or four back to back ("X, X", "X, and X")
             return True
     return False
 
@@ -114,23 +127,32 @@ def _names_or_stands_for(text: str, names: set[str]) -> bool:
     return bool(names & ws) or bool(_PRONOUNS & ws)
 
 
-def off_subject_claim(claim: str, person: str, sentence: str = "") -> bool:
+_ANAPHORA = frozenset("it its this these those they their them".split())
+
+
+def off_subject_claim(claim: str, person: str, sentence: str = "", previous: str = "") -> bool:
     """A claim of an answer about `person` where neither the claim nor its sentence names a word
     of the person's name or has a pronoun that may stand for them: a fact about someone or
     something else ("Landscape painting is the depiction of natural scenery" in Gustav Klimt's
-    answer). A claim about the person's work in a sentence that says "his" is theirs."""
+    answer). A claim about the person's work in a sentence that says "his" is theirs, and so is
+    one whose sentence goes on from the sentence before ("It was commissioned ...", "These works
+    include ...") when that one is about the person."""
     names = name_words(person)
-    return bool(names) and not _names_or_stands_for(claim, names) and not _names_or_stands_for(sentence, names)
+    if not names or _names_or_stands_for(claim, names) or _names_or_stands_for(sentence, names):
+        return False
+    return not (_ANAPHORA & set(_words(sentence)) and _names_or_stands_for(previous, names))
 
 
 def mark_defects(sentences: list[dict], prompt: str, topic: str | None = None) -> None:
     """Mark each sentence of a details line (`repeats`, `loop`, `meta`) and, in an answer about a
     person, each claim about someone else (`off_subject`). Idempotent."""
     person = person_asked(prompt, topic)
-    for s, rep in zip(sentences, repeated_sentences([s["text"] for s in sentences])):
+    texts = [s["text"] for s in sentences]
+    for i, (s, rep) in enumerate(zip(sentences, repeated_sentences(texts))):
         s["repeats"], s["loop"], s["meta"] = rep, loop_sentence(s["text"]), meta_sentence(s["text"])
         for c in s["claims"]:
-            c["off_subject"] = person is not None and off_subject_claim(c["text"], person, s["text"])
+            c["off_subject"] = person is not None and off_subject_claim(c["text"], person, s["text"],
+                                                                        texts[i - 1] if i else "")
     return None
 
 
