@@ -879,3 +879,29 @@ def test_a_sentence_about_someone_else_fails_its_check():
     about_a_thing = "What can you tell me about Radium Institute?"  # a person there is a founder, not a stray
     r = make(text_script(fixed(f"{A} {other} {C}")), ScriptedChecker(false=set())).generate(about_a_thing)
     assert other in r.text and not r.stats["rejected_by_rule"]
+
+
+def test_a_sentence_that_loops_before_it_ends_is_dropped_at_once_and_the_answer_goes_on():
+    """A loop inside a sentence that never ends would run to the budget and be dropped cut off,
+    with the answer empty after it: it is dropped as soon as it shows, and its first token banned."""
+    tok = tiny_tokenizer()
+    looping = f"{A} " + "Kofi Annan, Ghanaian diplomat and statesman, " * 12
+    good = f"{A} {C}"
+    fork = len(ids_of(f"{A} "))
+
+    def script(generated, units):
+        if len(generated) == fork and generated == ids_of(looping)[:fork]:
+            return {ids_of(looping)[fork]: 0.6, ids_of(good)[fork]: 0.4}  # greedy takes the loop unless banned
+        target = looping if generated[fork:fork + 1] == ids_of(looping)[fork:fork + 1] else good
+        return text_script(fixed(target))(generated, units)
+
+    r = make(script, ScriptedChecker(false=set()), max_new_tokens=120).generate(PROMPT)
+    assert r.text.strip() == good and r.finish_reason == "eos"
+    [dropped] = events(r, "no_answer_dropped")
+    assert dropped["reason"] == "loop" and not dropped["cut_off"] and dropped["sentence"].startswith("Kofi Annan")
+    assert r.stats["rejected_by_rule"] == {"loop": 1} and r.stats["backtracks"] == 1
+    from ewe.controller.unchecked import LOOP_CHECK_EVERY, LOOP_CHECK_FROM
+
+    loop_tokens = r.stats["decoded_tokens"] - len(ids_of(good)) - 1  # (the answer's end token)
+    assert LOOP_CHECK_FROM <= loop_tokens < 3 * LOOP_CHECK_FROM + LOOP_CHECK_EVERY  # once the loop shows, not at the budget
+    assert tok.decode(ids_of(looping)[fork:fork + 1]) not in r.text[len(A):]

@@ -28,7 +28,7 @@ from ..verify.degenerate import no_answer
 from ..verify.redundancy import Redundancy
 from ..verify.subject import off_subject
 from ..verify.text import ends_sentence
-from . import policy
+from . import policy, unchecked
 from .feedback import feedback_messages
 from .memory_refresh import MemoryRefresh
 from .repeat_guard import RepeatGuard
@@ -88,7 +88,7 @@ class ControlledRun(Hook):
 
     # -- backtracking --------------------------------------------------------------------
 
-    def _backtrack(self, start: int, why: str, attempt: int, feedback: list[dict],
+    def backtrack(self, start: int, why: str, attempt: int, feedback: list[dict],
                    restore: Attempt | None = None) -> Rewind:
         """Remove the text from token `start` on (the loop crops it), then put `restore` back if given."""
         for sched in self.schedules.values():
@@ -104,45 +104,6 @@ class ControlledRun(Hook):
         return Rewind(start, restore.tokens, restore.logprobs, restore.entropies)
 
     # -- repeats -------------------------------------------------------------------------
-
-    def _unverified_repeat(self) -> Rewind | None:
-        """Where nothing is fact-checked, a sentence that adds nothing to the answer still pads it:
-        the answer ends before it (traced "repeats"; greedy decoding would only go on repeating)."""
-        pending, self.unverified = self.unverified, []
-        t = self.tracker
-        for s in pending:
-            if t.decode(s.start, s.end).strip() != s.text:
-                continue  # rewound away since
-            found, claims = self.repeat_guard.text_repeats(s.start, s.text)
-            if found:
-                self.trace.add("repeats", sentence=s.text, repeats=found)
-                self.repeats_rejected += 1
-                rewind = self._backtrack(s.start, "repeats: the answer ends before it", 1, [])
-                rewind.end = True
-                return rewind
-            self.repeat_guard.unverified_claims[(s.start, s.text)] = claims
-        return None
-
-    def drop_repeated_tail(self) -> None:
-        """A last sentence the token budget cut off is never fact-checked (it is unfinished), but one
-        whose claims the answer already holds only pads it, and one that is no answer (a loop:
-        "Russian poet, poet, poet, ...") is none: the answer ends before it."""
-        tail = self.tracker.unfinished()
-        if tail is None:
-            return
-        why = self._no_answer(tail.text)
-        if why:
-            self.trace.add("no_answer_dropped", sentence=tail.text, reason=why, cut_off=True)
-            self.tracker.truncate(tail.start)
-            self.rejected_by_rule[why] += 1
-            return
-        if not self.reject_repeats:
-            return
-        found, _ = self.repeat_guard.text_repeats(tail.start, tail.text, cut_off=True)
-        if found:
-            self.trace.add("repeats_dropped", dropped=[{"sentence": tail.text, "repeats": found, "cut_off": True}])
-            self.tracker.truncate(tail.start)
-            self.repeats_rejected += 1
 
     def _on_failed(self, sentence: Sentence, check, repeats: bool = False) -> Rewind | Branch | None:
         """Decide what happens to a sentence that failed its check (or repeats the answer); a
@@ -168,7 +129,7 @@ class ControlledRun(Hook):
             same_as=same_as, retry_would_repeat=may_retry and self._retry_would_repeat(sentence)))
         if decision.action == policy.KEEP:
             # a repeat or a sentence that is no answer is never kept: with no backtrack left the answer ends before it
-            if repeats or self._no_answer(sentence.text) or (
+            if repeats or self.why_no_answer(sentence.text) or (
                     self.reject_repeats and self.repeat_guard.sentence_repeats(start, sentence.text, check)):
                 return self._give_up(start, history, feedback, decision.why, repeats=True)
             self.trace.add("retries_exhausted", policy=f"keep ({decision.why})", kept=sentence.text,
@@ -180,7 +141,7 @@ class ControlledRun(Hook):
                                          in_prompt, [])
         if decision.action == policy.RETRY:
             self.rewriting = start
-            return self._backtrack(start, decision.why, len(history), feedback)
+            return self.backtrack(start, decision.why, len(history), feedback)
         return self._give_up(start, history, feedback, decision.why, repeats)
 
     def _retry_would_repeat(self, sentence: Sentence) -> bool:
@@ -203,18 +164,18 @@ class ControlledRun(Hook):
         best = history[-1]
         if then == "keep_best":
             best = history[policy.best_attempt([a.unsupported for a in history],
-                                               [bool(self._no_answer(a.text)) for a in history])]
+                                               [bool(self.why_no_answer(a.text)) for a in history])]
         if then.startswith("keep") and self.reject_repeats and self.repeat_guard.text_repeats(start, best.text)[0]:
             then, why = policy.exhausted(then, repeats, kept_repeats_answer=True), \
                 f"{why}; the attempt to keep repeats the answer"
         if then in ("drop", "stop"):
             self.trace.add("retries_exhausted", policy=then, kept="", attempts=len(history), why=why)
             if then == "stop":
-                rewind = self._backtrack(start, "retries exhausted: the answer stops here", len(history), [])
+                rewind = self.backtrack(start, "retries exhausted: the answer stops here", len(history), [])
                 rewind.end = True
                 return rewind
             self.banned.ban(start, (a.tokens[0] for a in history if a.tokens))
-            return self._backtrack(start, "retries exhausted: dropped", len(history), feedback)
+            return self.backtrack(start, "retries exhausted: dropped", len(history), feedback)
         self.settled.add((start, tuple(best.tokens)))
         if best.check is not None:  # a candidate's: the restored sentence keeps the verdict it got
             self.checks[(start, best.text)] = best.check
@@ -222,7 +183,7 @@ class ControlledRun(Hook):
                        unsupported=[a.unsupported for a in history], why=why)
         if best is history[-1] and tuple(best.tokens) == tuple(self.tracker.tokens[start:start + len(best.tokens)]):
             return None
-        return self._backtrack(start, "retries exhausted: restoring the best attempt", len(history), [],
+        return self.backtrack(start, "retries exhausted: restoring the best attempt", len(history), [],
                                restore=best)
 
     def _budget_spent(self) -> bool:
@@ -284,14 +245,14 @@ class ControlledRun(Hook):
             # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
             c.new_supported = self.repeat_guard.new_supported(start, c_check) if self.reject_repeats else None
             judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
-                           and not self._no_answer(c.text) and c.new_supported != 0))
+                           and not self.why_no_answer(c.text) and c.new_supported != 0))
         self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
         passing = [(c, chk) for c, chk, ok in judged if ok]
         chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
         self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
                        candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
                                     "unsupported": c.unsupported, "new_supported": c.new_supported,
-                                    "no_answer": self._no_answer(c.text), "mean_logprob": round(c.mean_logprob, 4)}
+                                    "no_answer": self.why_no_answer(c.text), "mean_logprob": round(c.mean_logprob, 4)}
                                    for c, chk, _ in judged],
                        chosen=chosen[0].text if chosen else None)
         checked = [(c, chk) for c, chk, _ in judged if chk is not None]
@@ -307,7 +268,7 @@ class ControlledRun(Hook):
             c, c_check = chosen
             self.settled.add((start, tuple(c.tokens)))
             self.checks[(start, c.text)] = {**check_event(c_check), "needs_rewrite": False, "candidate": True}
-            return self._backtrack(start, decision.why, len(history), feedback, restore=c)
+            return self.backtrack(start, decision.why, len(history), feedback, restore=c)
         if decision.action == policy.NEXT_ROUND:
             return self._candidate_round(round_ + 1, start, history, feedback, repeats, context, in_prompt, placed)
         return self._give_up(start, history, feedback, decision.why, repeats)
@@ -338,9 +299,9 @@ class ControlledRun(Hook):
             if (self.cfg.rewrite_on_retrieval and s.start not in self.rewritten_after_retrieval
                     and self.backtracks < self.cfg.max_backtracks):
                 self.rewritten_after_retrieval.add(s.start)
-                return self._backtrack(s.start, "rewrite after retrieval", 1, [])
+                return self.backtrack(s.start, "rewrite after retrieval", 1, [])
         if self.checker is None:
-            return self._unverified_repeat() if self.reject_repeats else None
+            return unchecked.unverified_repeat(self) if self.reject_repeats else None
         sentences, reason = self.schedules["verification"].due(final)
         return self._verify(sentences, reason)
 
@@ -358,7 +319,7 @@ class ControlledRun(Hook):
                 event.update(needs_rewrite=True, reason="repeats", repeats=repeats)
                 rewrite = True
                 self.repeats_rejected += 1
-            why = self._no_answer(s.text)
+            why = self.why_no_answer(s.text)
             if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text, another subject)
                 event.update(needs_rewrite=True, reason=why)
                 if why == "off_subject":
@@ -373,7 +334,7 @@ class ControlledRun(Hook):
                     return or_else(action, lambda: self._verify(rest, reason))
         return None
 
-    def _no_answer(self, text: str) -> str | None:
+    def why_no_answer(self, text: str) -> str | None:
         """Why a sentence is no answer to the prompt whatever its claims: degenerate text
         (verify/degenerate.py: "loop", "meta", "heading", "garbled") or about another subject ("off_subject",
         verify/subject.py), each where the configuration rejects it."""
@@ -408,7 +369,7 @@ class ControlledRun(Hook):
     def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | Branch | None:
         self.sampled_under[len(self.tracker.tokens) - 1] = self.refresh.version
         self._new_sentences(completed)
-        return self._pauses(final=False)
+        return self._pauses(final=False) or unchecked.looping_tail(self)
 
     def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | Branch | None:
         if reason == "eos":

@@ -8,6 +8,7 @@ from collections import Counter
 
 from ..result import GenerationResult
 from ..stats import ControlledStats
+from . import unchecked
 
 
 def run_result(run, loop, t_start: float, row: int = 0,
@@ -16,7 +17,7 @@ def run_result(run, loop, t_start: float, row: int = 0,
     trace; `since`: the loop's prefill, decode and rewind seconds when the row joined (its model times are the
     batch's from then on)."""
     if loop.reasons[row] != "eos":
-        run.drop_repeated_tail()
+        unchecked.cut_off_tail(run)
     t, finish = run.tracker, loop.reasons[row]
     total = time.perf_counter() - t_start
     sec = run.seconds
