@@ -261,17 +261,16 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch(continuous):
     assert queue["batches"] == (1 if continuous else 2)  # joined the first one's running batch, or a second batch
 
 
-def test_a_request_joins_the_running_batch_and_is_answered_when_its_own_row_ends():
-    """Continuous batching: a request sent while another is being written joins its batch at the
-    next step (no second batch) and is answered as soon as its own, shorter, answer ends."""
+def second_while_first_writes(bodies: list[dict]) -> tuple[list, dict]:
+    """Serve the controlled scripted model; send bodies[0], and bodies[1] once the first answer is
+    being written (it pauses after 5 tokens until the second request waits). The choices in the
+    order they came back (as (i, choice)), and the queue's figures."""
     from test_batch_rows import controlled
 
-    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]
-    expected = [r.text for r in controlled(False).generate(prompts)]
     ewe = controlled(True)
     gate, script = threading.Event(), ewe.model.script
 
-    def gated(generated, units, prompt):  # the first answer pauses after 5 tokens until the second request waits
+    def gated(generated, units, prompt):
         if len(generated) == 5 and "Marie Curie" in ewe.tokenizer.decode(prompt):
             gate.wait(timeout=60)
         return script(generated, units, prompt)
@@ -282,9 +281,7 @@ def test_a_request_joins_the_running_batch_and_is_answered_when_its_own_row_ends
         answered = []
 
         def ask(i):
-            body = {"messages": [{"role": "user", "content": prompts[i]}]}
-            text = http.post(f"{base}/v1/chat/completions", json=body).json()["choices"][0]["message"]["content"]
-            answered.append((i, text))
+            answered.append((i, http.post(f"{base}/v1/chat/completions", json=bodies[i]).json()["choices"][0]))
 
         first = threading.Thread(target=ask, args=(0,))
         first.start()
@@ -294,7 +291,32 @@ def test_a_request_joins_the_running_batch_and_is_answered_when_its_own_row_ends
         wait_for(lambda: http.get(f"{base}/health").json()["queue"]["waiting"] == 1)
         gate.set()
         first.join(60), second.join(60)
-        queue = http.get(f"{base}/health").json()["queue"]
-    assert sorted(answered) == list(enumerate(expected))
+        return answered, http.get(f"{base}/health").json()["queue"]
+
+
+def test_a_request_joins_the_running_batch_and_is_answered_when_its_own_row_ends():
+    """Continuous batching: a request sent while another is being written joins its batch at the
+    next step (no second batch) and is answered as soon as its own, shorter, answer ends."""
+    from test_batch_rows import controlled
+
+    prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]
+    expected = [r.text for r in controlled(False).generate(prompts)]
+    answered, queue = second_while_first_writes([{"messages": [{"role": "user", "content": p}]} for p in prompts])
+    assert sorted((i, c["message"]["content"]) for i, c in answered) == list(enumerate(expected))
     assert [i for i, _ in answered] == [1, 0]  # the shorter answer, started later, came back first
+    assert queue["served"] == 2 and queue["batches"] == 1
+
+
+def test_requests_with_their_own_max_tokens_share_the_running_batch():
+    """Continuous batching: a request asking for fewer tokens joins the running batch (no second
+    batch) and writes what it writes alone at its own limit, finish_reason "length" included."""
+    from test_batch_rows import controlled
+
+    prompts, limits = ["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein."], [None, 12]
+    alone = [controlled(False).generate(p, max_new_tokens=n) for p, n in zip(prompts, limits)]
+    answered, queue = second_while_first_writes([{"messages": [{"role": "user", "content": p}],
+                                                  **({"max_tokens": n} if n else {})} for p, n in zip(prompts, limits)])
+    choices = dict(answered)
+    assert [choices[i]["message"]["content"] for i in range(2)] == [a.text for a in alone]
+    assert choices[1]["finish_reason"] == "length" == alone[1].finish_reason
     assert queue["served"] == 2 and queue["batches"] == 1

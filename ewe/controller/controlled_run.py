@@ -448,8 +448,12 @@ def answer_loop(runtime, dec, session, records: list | None = None, hooks: list 
     """The token loop that writes controlled answers (`records`: its rows' records; none for a
     ContinuousLoop, whose rows join as they free up)."""
     return loop(session, Sampler(dec.temperature, dec.top_p, dec.seed), runtime.stop_ids, dec.max_new_tokens,
-                records=records, hooks=hooks, budget=runtime.config.controller.max_total_tokens
-                or 4 * dec.max_new_tokens)
+                records=records, hooks=hooks, budget=answer_budget(runtime.config, dec))
+
+
+def answer_budget(config, dec) -> int:
+    """The most tokens one answer may sample, discarded ones included (controller.max_total_tokens)."""
+    return config.controller.max_total_tokens or 4 * dec.max_new_tokens
 
 
 def _norm(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Callable
 from ..engine import ContinuousLoop, Hook, Request, RowFeed, TokenLoop
 from ..engine.watch import prompt_watchers
 from ..result import GenerationResult
-from .controlled_run import ControlledRun, answer_loop, memory_offset
+from .controlled_run import ControlledRun, answer_budget, answer_loop, memory_offset
 from .sentence_checks import check_all
 
 
@@ -51,6 +51,8 @@ class ControlledRows(RowFeed):
             self.rows[row] = (request, t0, (loop.prefill_s, loop.decode_s, loop.rewind_s))
             request.record, request.hooks = run.tracker, [run, run.banned, *request.watchers]
             request.memory_state = run.memory.state() if len(run.memory) else None
+            request.max_new_tokens = run.dec.max_new_tokens  # its own limits, whatever the batch's
+            request.budget = answer_budget(run.runtime.config, run.dec)
             out.append(request)
         return out
 

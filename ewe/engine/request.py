@@ -14,14 +14,16 @@ from typing import Callable
 
 @dataclass(eq=False)
 class Request:
-    """prompt, passages (None: retrieved as the configuration says; [] none), watchers
-    (engine/watch.py), on_done(result) when its row ends, on_error(error) when it cannot start
-    (None: the error ends the whole batch). Filled for its row: prompt_ids, record, hooks (they
+    """prompt, passages (None: retrieved as the configuration says; [] none), decoding (its own
+    settings, a DecodingConfig; None: the batch's), watchers (engine/watch.py), on_done(result)
+    when its row ends, on_error(error) when it cannot start (None: the error ends the whole
+    batch). Filled for its row: prompt_ids, record, hooks (they
     answer for its row only, as in `RowHooks`), memory_state (a one-row MemoryState; None for
     none), max_new_tokens and budget (sampled tokens; None: the loop's), run."""
 
     prompt: str = ""
     passages: list[str] | None = None
+    decoding: object = None
     on_done: Callable | None = None
     on_error: Callable | None = None
     watchers: list = field(default_factory=list)

@@ -135,7 +135,7 @@ class EWEMethod(Method):
 
         def controlled(requests: list) -> list:
             for r in requests:
-                r.run = ControlledRun(rt, checker, r.prompt, dec, r.passages)
+                r.run = ControlledRun(rt, checker, r.prompt, r.decoding or dec, r.passages)
             return requests
 
         decode_rows(rt, dec, lambda n: controlled(take(n)), capacity)

@@ -86,9 +86,11 @@ class Method:
         return False
 
     def run_joining(self, take, capacity: int, dec) -> None:
-        """Answer the Requests (engine/request.py: prompt, passages, watchers, on_done, on_error)
-        `take(n)` offers (up to n now; [] none) as the rows of one batch of at most `capacity`, each
-        joining when a row is free. Returns when no row is writing and `take` offers none."""
+        """Answer the Requests (engine/request.py: prompt, passages, decoding, watchers, on_done,
+        on_error) `take(n)` offers (up to n now; [] none) as the rows of one batch of at most
+        `capacity`, each joining when a row is free (`dec`: the settings of a request that names
+        none; a row may write up to its own max_new_tokens). Returns when no row is writing and
+        `take` offers none."""
         raise NotImplementedError(f"method {self.name!r} does not decode requests that join a running batch")
 
     @classmethod

@@ -6,7 +6,8 @@ worker decodes; the web server's event loop only reads events. The worker takes 
 request and, up to `max_batch`, the queued ones that can share its batch (the same configuration
 and decoding settings, passages given or not alike). With EWE's controller and
 controller.batch_rows, batching is continuous: a request joins the running batch at the next
-step after a row frees up, and each request is answered as soon as its own row ends. Other
+step after a row frees up, writes up to its own max_tokens, and is answered as soon as its own
+row ends. Other
 methods that decode prompts as rows (plain decoding, PrefixNLI) run a batch until all its rows
 end (static batching). A request that cannot share the running batch waits at the head of the
 queue until it ends (first come, first served). A full queue is refused at once (429) and a
@@ -77,9 +78,13 @@ class Job:
     def cancelled(self) -> bool:
         return self.stream.cancelled.is_set()
 
-    def batches_with(self, other: "Job") -> bool:
-        return (other.ewe is self.ewe and other.dec == self.dec
-                and (other.passages is None) == (self.passages is None))
+    def batches_with(self, other: "Job", own_limits: bool = False) -> bool:
+        """Whether this job may decode in `other`'s batch: the same configuration and settings
+        (`own_limits`: a row that writes up to its own max_new_tokens, as a joining row does, may
+        differ in that), passages given or not alike."""
+        mine, theirs = (self.dec, other.dec) if not own_limits else (
+            self.dec.model_copy(update={"max_new_tokens": 1}), other.dec.model_copy(update={"max_new_tokens": 1}))
+        return other.ewe is self.ewe and mine == theirs and (other.passages is None) == (self.passages is None)
 
 
 class Scheduler:
@@ -134,12 +139,13 @@ class Scheduler:
             self.running = [first]
             return first
 
-    def _more(self, first: Job, n: int) -> list[Job]:
+    def _more(self, first: Job, n: int, own_limits: bool = False) -> list[Job]:
         """Up to `n` queued jobs that can share `first`'s batch, oldest first; none past a job that
-        cannot (it is next, once this batch ends)."""
+        cannot (it is next, once this batch ends). `own_limits`: rows keep their own max_new_tokens."""
         out = []
         with self.changed:
-            while len(out) < n and self.pending and not self.stopping and self.pending[0].batches_with(first):
+            while (len(out) < n and self.pending and not self.stopping
+                   and self.pending[0].batches_with(first, own_limits)):
                 out.append(self.pending.popleft())
             self.running += out
         return out
@@ -180,12 +186,12 @@ class Scheduler:
         def take(n: int) -> list[Request]:
             jobs = [first_waits.pop()] if first_waits and n else []
             out = []
-            for job in jobs + self._more(first, n - len(jobs)):
+            for job in jobs + self._more(first, n - len(jobs), own_limits=True):
                 unanswered.append(job)
                 if job.cancelled:
                     self._done(job, None, unanswered)
                     continue
-                out.append(Request(job.prompt, job.passages,
+                out.append(Request(job.prompt, job.passages, decoding=job.dec,
                                    on_done=lambda result, job=job: self._done(job, result, unanswered),
                                    on_error=lambda error, job=job: self._done(job, error, unanswered),
                                    watchers=job.watchers))
