@@ -1,4 +1,4 @@
-"""What the candidates' shared prompt beginning saves: EWE's default loop (configs/ewe.yaml, whose
+"""What the candidates' shared prompt beginning saves: EWE's loop with passages as text (configs/ewe-text.yaml, whose
 candidate rewrites re-read the prompt with the checker's passages in it) with that beginning
 (the request and the passages the answer's prompt already holds) taken from the answer's cache,
 against every round reading its whole prompt again, the same prompts in one process, interleaved.
@@ -8,7 +8,7 @@ Reported: median seconds per prompt each way and their ratio, the candidate roun
 token for token (the copied beginning equals what reading it computes, up to float rounding, and
 the candidates are sampled, so a rare answer may differ; the ratio then compares different work).
 
-    python benchmarks/candidate_prefix.py [--config configs/ewe.yaml] [--prompts 12] [--tokens 128]
+    python benchmarks/candidate_prefix.py [--config configs/ewe-text.yaml] [--prompts 12] [--tokens 128]
         [--passages given|retrieve] [--out results.json]
 """
 import argparse
@@ -49,7 +49,7 @@ class CandidateReads:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", default="configs/ewe.yaml")
+    ap.add_argument("--config", default="configs/ewe-text.yaml")
     ap.add_argument("--prompts", type=int, default=12)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--passages", choices=["given", "retrieve"], default="given",

@@ -1,7 +1,8 @@
 """A biography written twice: by the bare model, then by EWE, which pauses, fact-checks
 each new sentence against the embedded Wikipedia, removes a sentence that fails, and
-writes it again with the checker's passages (configs/ewe.yaml, the default: 4 candidates
-that read them as text; configs/ewe-paper.yaml: in its working memory).
+writes it again with the checker's passages in its working memory (configs/ewe.yaml, the
+default: 4 candidates decoded from the cropped cache; configs/ewe-text.yaml: candidates that
+read them as text in their prompt).
 
     python examples/biography_backtrack.py ["Tell me a bio of Isaac Newton."]
 

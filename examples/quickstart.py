@@ -3,11 +3,13 @@ on the same prompt, and an independent checker counts what each answer got right
 
   - bare: the model alone;
   - +RA: the passages retrieved for the prompt written into it as text;
-  - EWE (configs/ewe.yaml, the default): the same passages in the prompt, then a fact-check
-    of each new sentence; a sentence that fails is taken back, and 4 rewrites decoded together
-    with the checker's passages in their prompt are judged (the supported one is kept, else
-    the sentence is dropped). The controller's trace is printed, then what the checks
-    changed: each rejected sentence beside the sentence kept in its place.
+  - EWE (configs/ewe.yaml, the default): the same passages as units of its working memory
+    (read through the shipped memory adapter), refreshed from the retriever as each sentence
+    completes, and a fact-check of each new sentence; a sentence that fails is taken back, the
+    checker's passages go into memory, and 4 rewrites decoded together from the cropped cache
+    are judged (the supported one is kept, else the sentence is dropped). The controller's
+    trace is printed, then what the checks changed: each rejected sentence beside the sentence
+    kept in its place.
 
 The closing lines count each answer's sentences and claims that the scoring checker
 (configs/eval.yaml: the alignment checker, not the judge EWE consults while it writes)

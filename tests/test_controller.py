@@ -534,10 +534,18 @@ def test_shipped_configs_are_valid(tmp_path):
     paper = EWEConfig.from_yaml(configs[0].with_name("ewe-paper.yaml"))
     assert (paper.controller.retrieval_interval, paper.controller.verify_interval) == (1, 8)
     assert paper.retrieval.placement == "memory" and paper.controller.feedback_placement == "memory"
-    # the default is the loop with the passages as text (the embedded model reads them better)
+    # the default is the paper's loop on memory units, read through the memory adapter, with the veto
     default = EWEConfig.from_yaml(configs[0].with_name("ewe.yaml"))
-    assert default.retrieval.placement == "prompt+memory" and default.controller.feedback_placement == "prompt"
-    assert default.controller.verify_interval == 8 and default.controller.rewrite_candidates == 4
+    assert default.retrieval.placement == "memory" and default.controller.feedback_placement == "memory"
+    assert (default.controller.retrieval_interval, default.controller.verify_interval) == (1, 8)
+    assert default.controller.rewrite_candidates == 4 and default.model.memory_adapter == "auto"
+    assert default.checker.veto == "contradiction"
+    # the default it replaced: the same checks with the passages as text
+    text = EWEConfig.from_yaml(configs[0].with_name("ewe-text.yaml"))
+    assert text.retrieval.placement == "prompt+memory" and text.controller.feedback_placement == "prompt"
+    loop = EWEConfig.from_yaml(configs[0].with_name("ewe-memory-loop.yaml"))
+    assert loop.model_dump(exclude={"checker"}) == default.model_dump(exclude={"checker"})
+    assert loop.checker.veto == "none"
     flare = EWEConfig.from_yaml(configs[0].with_name("flare.yaml"))
     assert flare.memory.retrieval_units == 1 and flare.controller.retrieval_trigger == "min_prob"
     rag = EWEConfig.from_yaml(configs[0].with_name("rag.yaml"))
