@@ -82,13 +82,22 @@ def _add_model_options(p: argparse.ArgumentParser, several_configs: bool = False
                    help="any configuration value, e.g. --set controller.max_retries=1 (YAML syntax; repeatable)")
 
 
+# What `ewe check` and `ewe critique` set where no --config or option says otherwise: the contradiction
+# veto, as configs/ewe.yaml's loop checks (docs/RESULTS.md "The contradiction veto in the loop and in
+# `ewe check`": precision up in the loop at the same F1, and on the hand-labelled sentences).
+CHECK_DEFAULTS = {"checker.veto": "contradiction"}
+
+
 def _load_ewe(args):
     """The EWE for a command's options. `ewe check` and `ewe critique` load the generator only if its checker asks
     it something (checker.extractor or backend llm_judge): the judge and the rules need none."""
     from .api import EWE
 
-    return EWE.from_config(args.config, load_model=getattr(args, "command", None) not in ("check", "critique"),
-                           **config_overrides(args))
+    checks = getattr(args, "command", None) in ("check", "critique")
+    overrides = config_overrides(args)
+    if checks and not args.config:
+        overrides = {**CHECK_DEFAULTS, **overrides}
+    return EWE.from_config(args.config, load_model=not checks, **overrides)
 
 
 def cmd_generate(args) -> int:
@@ -273,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(r)
     r.set_defaults(func=cmd_run)
 
-    k = sub.add_parser("check", help="fact-check a sentence against the datastore with the configured checker")
+    k = sub.add_parser("check", help="fact-check a sentence against the datastore with the configured checker (without "
+                       "--config: the judge with the contradiction veto, as the default loop checks)")
     k.add_argument("sentence", nargs="?", help="the sentence; omit when using --input")
     k.add_argument("--input", help='JSONL of cases: {"claim", "evidence": [passage, ...], "prompt"?, "context"?, "id"?}')
     k.add_argument("--output", help="JSONL of verdicts (each case plus verdict and score), appended; a rerun resumes")

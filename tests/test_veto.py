@@ -56,3 +56,21 @@ def veto():
 def test_a_number_with_another_scale_word_unit_or_era_is_vetoed(veto, claim, evidence, vetoed):
     [v] = veto.check_claims([Claim(claim, claim, 0, len(claim))], [[Evidence(evidence, "", 0.9)]])
     assert (v.label != SUPPORTED) == vetoed, v.rationale
+
+
+def test_check_and_critique_veto_by_default_unless_a_config_or_an_option_says_otherwise(monkeypatch):
+    """`ewe check` / `ewe critique` with no --config check as the default loop does (the veto on);
+    an option or a configuration file decides where given; other commands are left alone."""
+    from ewe import cli
+    from ewe.api import EWE
+
+    seen = []
+    monkeypatch.setattr(EWE, "from_config", classmethod(lambda cls, config, **kw: seen.append((config, kw))))
+    parser = cli.build_parser()
+    for argv in (["check", "x"], ["critique", "--input", "a", "--output", "b"],
+                 ["check", "x", "--set", "checker.veto=none"], ["check", "x", "--config", "configs/ra.yaml"],
+                 ["generate", "x"]):
+        cli._load_ewe(parser.parse_args(argv))
+    vetoes = [kw.get("checker.veto") for _, kw in seen]
+    assert vetoes == ["contradiction", "contradiction", "none", None, None]
+    assert [kw["load_model"] for _, kw in seen] == [False, False, False, False, True]

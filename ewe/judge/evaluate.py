@@ -24,7 +24,14 @@ from .data import read
 
 def make_checker(name: str) -> FactChecker:
     """"alignment" ("alignment-atomic": with the scorer's splitter, configs/eval.yaml), a shipped
-    judge (minilm-cross) or a folder written by `ewe judge train`."""
+    judge (minilm-cross) or a folder written by `ewe judge train`; a judge's name with "+veto"
+    ("minilm-cross+veto") is that judge under the contradiction veto (checker.veto)."""
+    if name.endswith("+veto"):
+        from ..verify.alignment import AlignmentChecker
+        from ..verify.veto import ContradictionVeto
+
+        judge = make_checker(name[:-len("+veto")])
+        return FactChecker(ContradictionVeto(judge.checker, AlignmentChecker()), extractor=judge.extractor)
     if name in ("alignment", "alignment-atomic"):
         from ..verify.alignment import AlignmentChecker
         from ..verify.claims import RuleClaimExtractor
