@@ -141,11 +141,12 @@ class CheckerConfig(Settings):
         "prompt's), and no candidate rewrite of that kind is kept"
     )
     reject_off_subject: bool = Field(
-        True, description="EWE's loop, for a prompt that asks about a person (a bio of, who was): a sentence "
-        "about someone else fails its check whatever its claims (trace reason 'off_subject'): its grammatical "
-        "subject names someone or something else and it neither names the prompt's person nor refers back to "
-        "them by a personal pronoun (ewe/verify/subject.py off_subject). Other prompts (a temple, a game) are "
-        "left alone: their answers name builders and makers"
+        True, description="a sentence about another subject than the prompt's fails its check whatever its "
+        "claims (trace reason 'off_subject'; ewe/verify/subject.py off_subject_of): in a bio (a bio of, who was) "
+        "its grammatical subject names someone else and it neither names the person nor refers back to them by "
+        "a personal pronoun; in any answer about a person or a thing with a name of capitalized words, its "
+        "subject is a common noun spoken of in general ('A tower is a tall structure' about the Eiffel Tower, "
+        "'The tiger is a large cat' about Tiger Woods). An answer about a thing may name its builders and makers"
     )
     judge_threshold: Optional[float] = Field(
         None, gt=0, lt=1, description="judge: P(supported) above which a claim is supported; null: the judge's "

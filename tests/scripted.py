@@ -14,6 +14,7 @@ from transformers import LlamaForCausalLM
 
 from tiny import tiny_model, tiny_tokenizer
 
+from ewe.verify.prompt_subject import subject_of
 from ewe.verify.types import SUPPORTED, UNSUPPORTED, Claim, Evidence, SentenceCheck, Verdict
 
 
@@ -226,12 +227,18 @@ class ScriptedChecker:
         if sentence in self.claimless:
             return SentenceCheck(sentence=sentence, claims=[], verdicts=[], extractor="scripted")
         claim = Claim(sentence, sentence, 0, len(sentence))
+        # the passages are the prompt's subject's own article, as a checker's search finds them (a page
+        # about something else would be kept out of the feedback pool: controller/memory_refresh.py)
+        subject = subject_of(prompt)
+        title = subject.name if subject else None
         if sentence in self.fail_with_error:
             v = Verdict(claim, "not_enough_evidence", 0.0, [], self.name, error="backend failed: TimeoutError")
         elif sentence in self.unknown:
             v = Verdict(claim, "not_enough_evidence", 0.0, [], self.name, rationale="no passage close enough")
         elif sentence in self.false:
-            v = Verdict(claim, UNSUPPORTED, 0.0, [Evidence(f"Evidence against: {sentence}", "Refuting page", 0.8)], self.name)
+            v = Verdict(claim, UNSUPPORTED, 0.0, [Evidence(f"Evidence against: {sentence}", title or "Refuting page",
+                                                           0.8)], self.name)
         else:
-            v = Verdict(claim, SUPPORTED, 1.0, [Evidence(f"Evidence for: {sentence}", "Supporting page", 0.9)], self.name)
+            v = Verdict(claim, SUPPORTED, 1.0, [Evidence(f"Evidence for: {sentence}", title or "Supporting page", 0.9)],
+                        self.name)
         return SentenceCheck(sentence=sentence, claims=[claim], verdicts=[v], extractor="scripted")

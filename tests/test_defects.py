@@ -37,6 +37,17 @@ META = [
     "I hope this helps.",
     "Let me know if you want more.",
     "The article highlights the era of New Imperialism.",
+    "A highly detailed and informative answer.",
+    "A brilliant introduction to Dynamical Systems Theory.",
+    "This article delves into the fascinating world of dynamical systems.",
+    "The paragraph provides specific details about Dar es Salaam.",
+    "The description is concise and easy to follow.",
+    'The mention of "the Arab homeland" is a nice touch.',
+    "In the context of the article, the family is referred to as Turdidae.",
+    "This is a detailed description of the string instrument classification.",
+    "(from the article on Syllable)",
+    "You've already provided a comprehensive overview of fatigue.",
+    "What topic would you like to discuss?",
 ]
 NOT_META = [
     "Charles I would later be executed in 1649.",
@@ -45,6 +56,11 @@ NOT_META = [
     "Here, in 1905, he published four papers.",
     "Elizabeth I was Queen of England.",
     "The text of the treaty was signed in 1648.",
+    "A brief description of the species was published by Linnaeus in 1758.",
+    "A detailed account of the battle was written by Thucydides.",
+    "The source texts mention the thunder-god Thor.",
+    "This is an example of Gothic architecture.",
+    "The story follows a young girl named Chihiro.",
 ]
 
 
@@ -89,7 +105,7 @@ def test_a_claim_about_someone_else_names_none_of_the_persons_name(claim, person
     assert off_subject_claim(claim, person) is off
 
 
-def test_details_carry_the_counts_and_an_answer_about_a_thing_has_no_off_subject_count():
+def test_details_carry_the_counts_and_a_prompt_about_nothing_named_has_no_off_subject_count():
     bio = [{"text": "Gustav Klimt was an Austrian painter.", "claims": [
                {"text": "Gustav Klimt was an Austrian painter.", "label": "supported"}]},
            {"text": "Landscape painting is the depiction of natural scenery.", "claims": [
@@ -104,8 +120,11 @@ def test_details_carry_the_counts_and_an_answer_about_a_thing_has_no_off_subject
     thing = [{"text": "Shigeru Miyamoto created the series.", "claims": [
         {"text": "Shigeru Miyamoto created The Legend of Zelda.", "label": "supported"}]}]
     prompt = "What can you tell me about The Legend of Zelda?"
-    mark_defects(thing, prompt)
-    assert defect_counts(thing, prompt)["off_subject_claims"] is None and not thing[0]["claims"][0]["off_subject"]
+    mark_defects(thing, prompt)  # the maker of the thing asked about is no other subject
+    assert defect_counts(thing, prompt)["off_subject_claims"] == 0 and not thing[0]["claims"][0]["off_subject"]
+    poem = [{"text": "Roses are red.", "claims": [{"text": "Roses are red.", "label": "supported"}]}]
+    mark_defects(poem, "Write a poem.")
+    assert defect_counts(poem, "Write a poem.")["off_subject_claims"] is None
 
 
 def test_the_yardstick_imports_none_of_the_loops_rules():
@@ -127,3 +146,28 @@ def test_a_possessive_names_the_person_and_a_sentence_that_says_his_makes_the_cl
     assert off_subject_claim("Henri Rousseau was a French philosopher.", "Émile Durkheim",
                              "Henri Rousseau, also known as Le Douanier, was a French philosopher.",
                              "Durkheim founded the discipline of sociology.")
+
+
+ZELDA_ANSWER = ["The Legend of Zelda is an action-adventure game series created by Shigeru Miyamoto.",
+                "The series is set in the fantasy land of Hyrule.",
+                "It has sold over 150 million copies.",
+                "A legend is a genre of folklore that consists of a narrative.",
+                "Legends are told as history.",
+                "The NBA is a basketball league."]
+
+
+def test_in_an_answer_about_a_thing_a_claim_tied_to_nothing_before_it_is_off_subject():
+    from ewe.eval.defects import off_topic_claim, thing_asked
+
+    assert thing_asked("What can you tell me about The Legend of Zelda? Provide details.") == "The Legend of Zelda"
+    assert thing_asked("Tell me a bio of Ada Lovelace.") is None
+    sentences = [{"text": t, "claims": [{"text": t}]} for t in ZELDA_ANSWER]
+    mark_defects(sentences, "What can you tell me about The Legend of Zelda?")
+    assert [s["claims"][0]["off_subject"] for s in sentences] == [False, False, False, True, True, True]
+    assert defect_counts(sentences, "What can you tell me about The Legend of Zelda?")["off_subject_claims"] == 3
+    # initials, derived words and a common name's words tie a claim to its thing
+    assert not off_topic_claim("The NBA is a basketball league.", "National Basketball Association")
+    assert not off_topic_claim("Pediatricians treat children.", "Pediatrics")
+    assert not off_topic_claim("The thrushes are a family of birds.", "Thrush (bird)")
+    assert not off_topic_claim("A group is a set with an operation.", "Fundamental group")
+    assert off_topic_claim("The film stars Chishu Ryu as an aging father.", "Spirited Away")  # no sentence before it

@@ -22,6 +22,17 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("Here are some specific details and examples of Luís de Camões's life and work:", META),
     ("I hope this helps you understand his life.", META),
     ("The first mention of Maya Angelou in the article is in the introduction to the book.", META),
+    # the text rated or described instead of the subject (read in the default's objects answers)
+    ("A highly detailed and informative answer.", META),
+    ("A brilliant introduction to Dynamical Systems Theory.", META),
+    ("The description is concise and easy to follow.", META),
+    ('The mention of "the Arab homeland" is a nice touch to the mention of the Arab nation.', META),
+    ("This article delves into the fascinating world of dynamical systems.", META),
+    ("The article touches on the concept of dynamical systems theory.", META),
+    ("The paragraph provides specific details about Dar es Salaam, including its population.", META),
+    ("In the context of the article, the family is referred to as Turdidae.", META),
+    ("This is a detailed description of the string instrument classification.", META),
+    ("(This is a summary of the French Wars of Religion.)", META),
     ("L'Étoile de la Réduction, avec Jean Nicolas Arthur Rimbaud, est un artiste de la réduction.", GARBLED),
     ("Lomonosov, Mikhail Mikhailovich, Russian poet, poet, poet, poet.", GARBLED),
     ("He was born on 189december 1828 in Skien.", GARBLED),
@@ -53,6 +64,19 @@ def test_what_is_no_answer(sentence, why):
     'He said: "I am a poet, not a philosopher."',  # a speaker, not a field
     'Ibsen wrote: "A community is like a ship."',
     "His plays include A Doll's House (1879) and Ghosts (1881).",
+    # text nouns that are the subject's, not the answer's
+    "The text of the treaty was signed in 1648.",
+    "A description of the species appeared in 1758.",
+    "A brief description of the species was published by Linnaeus.",
+    "A detailed account of the battle was written by Thucydides.",
+    "He was also known as Le Douanier, a humorous description of his occupation as a toll collector.",
+    "His contributions include the introduction of Riemann surfaces.",
+    "The narrative of the film follows a girl named Chihiro.",
+    "The source texts mention the thunder-god Thor and the goddess Freyja.",
+    "A major overhaul of the summary judgment rules followed in 1938.",
+    "This is an example of Gothic architecture.",
+    "He wrote the answer to his critics in 1911.",
+    "Euler's formula states that e^(ix) = cos x + i sin x, where i is the imaginary unit.",  # i, not I
 ])
 def test_what_is_an_answer(sentence):
     assert degenerate(sentence, BIO) is None
@@ -104,5 +128,9 @@ def test_one_no_answer_rule_for_the_loop_and_the_baselines():
 
     assert no_answer("I hope this helps.", BIO) == META
     assert no_answer("Pierre Curie was a French physicist.", BIO) == "off_subject"  # the person read from the prompt
-    assert no_answer("Pierre Curie was a French physicist.", BIO, person="") is None  # resolved by the caller: none
+    assert no_answer("Pierre Curie was a French physicist.", BIO, subject=None) is None  # resolved by the caller: none
+    # a thing's answer that defines a common noun of its name instead (the golden Eiffel Tower answer)
+    tower = "Tell me about the Eiffel Tower."
+    assert no_answer("A tower is indeed a tall structure, taller than it is wide.", tower) == "off_subject"
+    assert no_answer("The tower is 330 metres tall.", tower) is None
     assert no_answer("Pierre Curie was a French physicist.", BIO, reject_off_subject=False) is None

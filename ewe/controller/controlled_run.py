@@ -23,10 +23,10 @@ from ..engine.actions import or_else
 from ..engine.watch import answer_watchers
 from ..judge.checker import shipped_judge
 from ..result import GenerationResult
-from ..verify.claims import asks_about_person, prompt_person
 from ..verify.degenerate import no_answer
+from ..verify.prompt_subject import subject_of
 from ..verify.redundancy import Redundancy
-from ..verify.subject import off_subject
+from ..verify.subject import off_subject_of
 from ..verify.text import ends_sentence
 from . import policy, unchecked
 from .feedback import feedback_messages
@@ -72,15 +72,15 @@ class ControlledRun(Hook):
         self.budget_hit = False  # candidate rewrites spent controller.rewrite_budget
         # with no fact-checking (FLARE: verify_trigger never) new sentences still wait for a repeat check
         self.unverified: list[Sentence] = []
-        self.subject = prompt_person(prompt)  # whom retrieved passages must be about (None: any)
-        self.refresh = MemoryRefresh(runtime, self.trace, self.seconds, self.subject)
+        # what the prompt asks about, resolved once: whom or what retrieved passages must be about
+        # (None: any), which sentences are about something else (why_no_answer)
+        self.subject = subject_of(prompt)
+        subject_name = self.subject.name if self.subject else None
+        self.refresh = MemoryRefresh(runtime, self.trace, self.seconds, subject_name)
         self.memory = self.refresh.units
         # which claims the answer already holds (the shipped judge, loaded on first use)
         self.repeat_guard = RepeatGuard(Redundancy(shipped_judge), getattr(fact_checker, "extractor", None), prompt,
-                                        self.subject, self.tracker, self.checks, self.seconds)
-        # the person a sentence must not leave for someone else: only a prompt that asks about a person
-        # ("a bio of", "who was"); an answer about a temple or a game names its builders and makers
-        self.person = self.subject if asks_about_person(prompt) else None
+                                        subject_name, self.tracker, self.checks, self.seconds)
         # the memory's version (refresh.version) that each answer token was sampled under:
         # a greedy retry under the same memory as its attempt would write that attempt again
         self.sampled_under: dict[int, int] = {}
@@ -323,7 +323,7 @@ class ControlledRun(Hook):
             if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text, another subject)
                 event.update(needs_rewrite=True, reason=why)
                 if why == "off_subject":
-                    event["about"] = off_subject(s.text, self.person)
+                    event["about"] = off_subject_of(s.text, self.subject)
                 rewrite = True
                 self.rejected_by_rule[why] += 1
             self.checks[(s.start, s.text)] = event
@@ -339,7 +339,7 @@ class ControlledRun(Hook):
         (verify/degenerate.py: "loop", "meta", "heading", "garbled") or about another subject ("off_subject",
         verify/subject.py), each where the configuration rejects it."""
         ck = self.runtime.config.checker
-        return no_answer(text, self.prompt, ck.reject_degenerate, ck.reject_off_subject, self.person or "")
+        return no_answer(text, self.prompt, ck.reject_degenerate, ck.reject_off_subject, self.subject)
 
     def _needs_rewrite(self, check) -> bool:
         if self.cfg.rewrite_when == "contradicted":

@@ -50,7 +50,14 @@ class MemoryRefresh:
         return change
 
     def add_feedback(self, feedback: list[dict]) -> None:
-        """The checker's feedback messages as units of the feedback pool (the paper's retry reads them)."""
+        """The checker's feedback messages as units of the feedback pool (the paper's retry reads them).
+        A passage about another subject that does not name the prompt's stays out, as it does from
+        retrieval (`about_subject`): the checker searched for the failed claim, and a rewrite read
+        "Tokyo Story" from its passages into an answer about Spirited Away."""
+        off = [f["title"] for f in feedback if f["form"] != "instruction" and not self.speaks_about(f["title"], f["text"])]
+        if off:
+            self.trace.add("feedback_off_subject", titles=off)
+            feedback = [f for f in feedback if f["form"] == "instruction" or f["title"] not in off]
         if feedback:
             self.add([f["text"] for f in feedback], "feedback",
                      [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
@@ -80,16 +87,19 @@ class MemoryRefresh:
         return hits
 
     def about_subject(self, hits: list) -> tuple[list, list[str]]:
-        """The hits that can speak about the person the prompt asks about (verify/subject.py): a
-        passage about someone else enters memory only if it names them ("Pierre Curie ... his wife
-        Marie Curie"); the titles of the others. Prompts that name no person keep every hit."""
-        if self.subject is None:
-            return hits, []
+        """The hits that can speak about the prompt's subject, a person or a thing
+        (verify/prompt_subject.py, verify/subject.py): a passage about someone or something else
+        enters memory only if it names the subject ("Pierre Curie ... his wife Marie Curie"; the
+        article on towers does not name the Eiffel Tower); the titles of the others. Prompts that
+        name no subject keep every hit."""
         kept, off = [], []
         for h in hits:
-            about = passage_subject(Evidence(text=h.text, title=h.title))
-            if about is None or same_subject(self.subject, about) or names_subject(h.text, self.subject, about):
-                kept.append(h)
-            else:
-                off.append(h.title)
-        return kept, off
+            (kept if self.speaks_about(h.title, h.text) else off).append(h)
+        return kept, [h.title for h in off]
+
+    def speaks_about(self, title: str | None, text: str) -> bool:
+        """Whether a passage is about the prompt's subject or names it (always, for a prompt with none)."""
+        if self.subject is None:
+            return True
+        about = passage_subject(Evidence(text=text, title=title))
+        return about is None or same_subject(self.subject, about) or names_subject(text, self.subject, about)

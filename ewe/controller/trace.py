@@ -23,8 +23,9 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                # a sentence that is no answer (ewe/verify/degenerate.py): EWE's loop drops an unfinished last
                # one, a whole-answer method any (ewe/methods/calls.py)
                "no_answer_dropped",
-               # EWE's loop: candidate rewrites spent controller.rewrite_budget
-               "rewrite_budget",
+               # EWE's loop: candidate rewrites spent controller.rewrite_budget; the checker's passages about
+               # another subject kept out of the feedback pool (controller/memory_refresh.py)
+               "rewrite_budget", "feedback_off_subject",
                # PrefixNLI (ewe/methods/prefixnli.py): a step where the judge changed the top token; no source
                "prefix_guide", "prefix_unguided")
 
@@ -185,6 +186,8 @@ def render(events: list[dict], width: int = 100) -> str:
             say(f"{at} repeats ({why}): {e['sentence']}")
         elif kind == "rewrite_budget":
             say(f"{at} rewrite budget spent: {e['spent']} candidate tokens of {e['budget']}; no more candidates")
+        elif kind == "feedback_off_subject":
+            say(f"{at} feedback kept out of memory (about another subject): {', '.join(e['titles'])}")
         elif kind == "no_answer_dropped":
             which = "the unfinished last sentence" if e.get("cut_off") else "a sentence that is no answer"
             say(f"{at} dropped {which} ({e['reason']})", e["sentence"])

@@ -1,6 +1,6 @@
 """The scorer's own count of what no claim score sees: sentences that repeat an earlier one,
-loops inside one sentence, talk to the user instead of an answer, and claims about someone else
-in an answer about a person.
+loops inside one sentence, talk to the user instead of an answer, and claims about someone or
+something else than the person or thing the prompt asks about.
 
 These rules are deliberately the scorer's, not the loop's: EWE's controller rejects such
 sentences with verify/degenerate.py, verify/subject.py and verify/redundancy.py, and a yardstick
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-DEFECTS = "defects-1"
+DEFECTS = "defects-2"
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 # function words: left out of the words two sentences are compared on
@@ -77,11 +77,23 @@ def _all_function(gram: tuple[str, ...]) -> bool:
 
 _META = re.compile(
     r"^(?:sure|certainly|of course|okay|ok)\b|^(?:here (?:is|are|'s)|let me|let's|note:)|"
-    r"\b(?:we'll|we've)\b|\byour (?:bio|biography|question|request|answer|essay|text|prompt)\b|"
+    r"\b(?:we'll|we've|you've|you're|you'll|you'd)\b|\bwould you like\b|\bcan i (?:assist|help)\b|\byour (?:bio|biography|question|request|answer|essay|text|prompt)\b|"
     r"\b(?:as an ai|as a language model|in this (?:bio|biography|answer|response))\b|"
     # the source spoken of instead of the subject ("The article highlights the era of New Imperialism")
-    r"\b(?:the|this) (?:article|passage|text|document)s? (?:also )?(?:highlights|provides|mentions|describes|"
-    r"discusses|says|states|notes|is a)\b", re.IGNORECASE)
+    r"\b(?:the|this) (?:article|passage|text|document|paragraph|section)s? (?:also |further )?(?:highlights|provides|"
+    r"mentions|describes|discusses|says|states|notes|is a|delves|touches|explores|covers|offers|presents|focuses)\b|"
+    r"\bthis (?:article|paragraph|answer|response|summary)\b|\bin the context of the (?:article|passage|text)\b|"
+    r"\(from the (?:article|passage)\b|"
+    # the answer naming itself a kind of text, or rating it ("This is a summary of ...", "The description is
+    # concise", "A brilliant introduction to ...", "... is a nice touch")
+    r"^\W*this is an? (?:[\w-]+ ){0,3}(?:summary|description|overview|introduction|paragraph)\b|"
+    r"\bthe (?:description|explanation|wording|answer|response) (?:is|was) (?:\w+ )?(?:concise|clear|easy|"
+    r"informative|detailed|well|excellent|great|good|helpful)\b|"
+    r"\b(?:a )?(?:nice|great|good|lovely) touch\b|\beasy to follow\b|\bwell-written\b|"
+    r"^\W*(?:an?|what an?) (?:(?:highly|very|truly|really) )?(?:brilliant|excellent|great|wonderful|fantastic|"
+    r"informative|detailed|insightful|engaging|impressive|comprehensive|thorough|concise|fascinating|clear)"
+    r"(?:,? (?:and )?[\w-]+)* (?:answer|response|introduction|overview|summary|read|explanation)(?: to\b[^.]*)?\W*$",
+    re.IGNORECASE)
 # the first person speaking ("I'll add", "I hope"), not a regnal or ordinal I ("Charles I would", "World War I")
 _FIRST_PERSON = re.compile(r"(?:^|(?<=[^\w\s])\s*|\b(?i:and|but|so|now|here|then)\s+)(?:I(?:'ll|'m|'ve|'d)\b|"
                            r"I (?:am|will|would|have|hope|think|believe|can|cannot|could|must|need|want|should|"
@@ -143,26 +155,113 @@ def off_subject_claim(claim: str, person: str, sentence: str = "", previous: str
     return not (_ANAPHORA & set(_words(sentence)) and _names_or_stands_for(previous, names))
 
 
-def mark_defects(sentences: list[dict], prompt: str, topic: str | None = None) -> None:
-    """Mark each sentence of a details line (`repeats`, `loop`, `meta`) and, in an answer about a
-    person, each claim about someone else (`off_subject`). Idempotent."""
+_THING_PROMPT = re.compile(r"\babout\s+(?:(?-i:the)\s+)?([^?.!\n]{1,80}?)\s*[?.!\n]", re.IGNORECASE)
+_STOPWORDS = frozenset("the a an of and in on for to at by with".split())
+
+
+def thing_asked(prompt: str, topic: str | None = None) -> str | None:
+    """What a prompt that does not ask about a person asks about ("What can you tell me about The
+    Legend of Zelda?"; the row's topic where the dataset gives one), else None."""
+    if person_asked(prompt, topic):
+        return None
+    if topic:
+        return topic
+    m = _THING_PROMPT.search(prompt)
+    return m.group(1) if m else None
+
+
+def _stem(word: str) -> str:
+    """A plural's ending dropped ("towers" -> "tower", "thrushes" -> "thrush")."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith("es") and w[:-2].endswith(("sh", "ch", "x", "ss")):
+        return w[:-2]
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def _related(word: str, key: str) -> bool:
+    """One word, or a derived form sharing most of it ("pediatricians" and "pediatrics")."""
+    if word == key:
+        return True
+    n = 0
+    while n < min(len(word), len(key)) and word[n] == key[n]:
+        n += 1
+    return n >= 5 and n >= 0.75 * min(len(word), len(key))
+
+
+class _Thing:
+    """A thing's name as an answer may tie a sentence to it: its words, and for a name of several
+    capitalized words (`proper`) only as written or after "the" ("the tower" is the Eiffel Tower,
+    "a tower" or "towers" are towers in general), or its initials ("NBA")."""
+
+    def __init__(self, name: str):
+        content = [w for w in _WORD.findall(re.sub(r"\([^)]*\)", " ", name)) if w.lower() not in _STOPWORDS]
+        self.proper = len(content) > 1 and all(w[:1].isupper() for w in content)
+        self.keys = {_stem(w) for w in content}
+        self.exact = {w.lower() for w in content}
+        self.initials = "".join(w[0] for w in content).upper() if len(content) > 1 else ""
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def tied(self, text: str) -> bool:
+        words = _WORD.findall(text)
+        if self.initials and self.initials in words:
+            return True
+        if self.proper:  # a sentence's first word is capitalized anyway: only as the name writes it
+            found = {_stem(w) for i, w in enumerate(words) if w[:1].isupper() and (i or w.lower() in self.exact)}
+            found |= {_stem(m) for m in re.findall(r"\bthe\s+(\w+)", text, re.IGNORECASE)}
+        else:
+            found = {_stem(w) for w in words}
+        return any(_related(w, k) for w in found for k in self.keys)
+
+
+def off_topic_claim(claim: str, thing: "_Thing | str", sentence: str = "", previous_on_topic: bool = False) -> bool:
+    """A claim of an answer about a thing that neither it nor its sentence ties to the thing
+    (`_Thing.tied`), in a sentence that does not go on ("it", "its", "this", an opening "The
+    <noun>") from one on the thing: "A legend is a genre of folklore" in The Legend of Zelda's
+    answer, another film's cast in Spirited Away's."""
+    thing = thing if isinstance(thing, _Thing) else _Thing(thing)
+    if not thing or thing.tied(claim) or thing.tied(sentence):
+        return False
+    return not (previous_on_topic and _goes_on(sentence))
+
+
+def _goes_on(sentence: str) -> bool:
+    return bool(_ANAPHORA & set(_words(sentence))) or bool(re.match(r"\s*The\s+[a-z]", sentence))
+
+
+def mark_defects(sentences: list[dict], prompt: str, topic: str | None = None) -> dict:
+    """Mark each sentence of a details line (`repeats`, `loop`, `meta`) and each claim about
+    something else than the prompt's person or thing (`off_subject`); the counts (`defect_counts`).
+    Idempotent."""
     person = person_asked(prompt, topic)
+    asked = None if person else thing_asked(prompt, topic)
+    thing = _Thing(asked) if asked else None
     texts = [s["text"] for s in sentences]
+    on_topic = False  # the sentence before is on the thing (a sentence going on from it is too)
     for i, (s, rep) in enumerate(zip(sentences, repeated_sentences(texts))):
         s["repeats"], s["loop"], s["meta"] = rep, loop_sentence(s["text"]), meta_sentence(s["text"])
+        previous = texts[i - 1] if i else ""
         for c in s["claims"]:
-            c["off_subject"] = person is not None and off_subject_claim(c["text"], person, s["text"],
-                                                                        texts[i - 1] if i else "")
-    return None
+            if person:
+                c["off_subject"] = off_subject_claim(c["text"], person, s["text"], previous)
+            else:
+                c["off_subject"] = thing is not None and off_topic_claim(c["text"], thing, s["text"], on_topic)
+        if thing:
+            on_topic = thing.tied(s["text"]) or (on_topic and _goes_on(s["text"]))
+    return _counts(sentences, asked=bool(person or thing))
 
 
 def defect_counts(sentences: list[dict], prompt: str, topic: str | None = None) -> dict:
     """The counts a details line carries (after `mark_defects`); off-subject claims None for an
-    answer that is not about a person."""
-    person = person_asked(prompt, topic)
+    answer whose prompt names no person or thing."""
+    return _counts(sentences, asked=bool(person_asked(prompt, topic) or thing_asked(prompt, topic)))
+
+
+def _counts(sentences: list[dict], asked: bool) -> dict:
     return {"defects": DEFECTS,
             "repeated_sentences": sum(1 for s in sentences if s.get("repeats")),
             "loop_sentences": sum(1 for s in sentences if s.get("loop")),
             "meta_sentences": sum(1 for s in sentences if s.get("meta")),
-            "off_subject_claims": None if person is None else sum(
+            "off_subject_claims": None if not asked else sum(
                 1 for s in sentences for c in s["claims"] if c.get("off_subject") and "duplicate_of" not in c)}

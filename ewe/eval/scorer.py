@@ -18,7 +18,7 @@ from ..record_log import RecordLog
 from ..stats import decode_step_s, time_parts
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
-from .defects import DEFECTS, defect_counts, mark_defects
+from .defects import DEFECTS, mark_defects
 from .metric import DEDUP, WithArticle, check_response, count_fields, mark_duplicates, median_k, score
 
 
@@ -84,11 +84,11 @@ class Scorer:
         checker = self._checker_for(row.get("topic"), row.get("score_against") == "source")
         sentences = check_response(checker, response, row["prompt"]) if response.strip() else []
         mark_duplicates(sentences, self.redundancy, row["prompt"])
-        mark_defects(sentences, row["prompt"], row.get("topic"))
+        defects = mark_defects(sentences, row["prompt"], row.get("topic"))
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
             "dataset": dataset, "response": response, "sentences": sentences, **count_fields(sentences),
-            **defect_counts(sentences, row["prompt"], row.get("topic")), "stats": kept_stats(row),
+            **defects, "stats": kept_stats(row),
         }
 
     def deduplicate(self, detail: dict) -> dict:
@@ -99,8 +99,7 @@ class Scorer:
             mark_duplicates(detail["sentences"], self.redundancy, detail.get("prompt"))
             detail.update(count_fields(detail["sentences"]))
         if detail.get("defects") != DEFECTS:
-            mark_defects(detail["sentences"], detail.get("prompt") or "", detail.get("topic"))
-            detail.update(defect_counts(detail["sentences"], detail.get("prompt") or "", detail.get("topic")))
+            detail.update(mark_defects(detail["sentences"], detail.get("prompt") or "", detail.get("topic")))
         return detail
 
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:

@@ -42,6 +42,7 @@ from ..result import GenerationResult
 from ..stats import VerifyRefineStats
 from ..tokens import text_ids
 from ..verify.degenerate import no_answer
+from ..verify.prompt_subject import subject_of
 from ..verify.text import ends_sentence, sentence_spans
 from . import vr_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
@@ -78,6 +79,7 @@ class _Run:
 
     def __init__(self, prompt: str):
         self.prompt = prompt
+        self.subject = subject_of(prompt)  # what its sentences must be about (verify/prompt_subject.py)
         self.trace = Trace()
         self.seconds = {s: 0.0 for s in STAGES}
         self.decoded = 0  # generator tokens decoded, discarded ones included
@@ -130,7 +132,7 @@ class VerifyRefine(CheckedMethod):
         checker.reject_degenerate, reject_off_subject) fails as in EWE's loop: Streaming-VR refines
         it. Its check event, the last traced, says why."""
         ck = self.runtime.config.checker
-        why = no_answer(sentence, run.prompt, ck.reject_degenerate, ck.reject_off_subject)
+        why = no_answer(sentence, run.prompt, ck.reject_degenerate, ck.reject_off_subject, run.subject)
         if why:
             run.failed += 1
             run.trace.events[-1].update(needs_rewrite=True, reason=why)

@@ -28,8 +28,8 @@ import functools
 import re
 from collections import Counter
 
-from .claims import asks_about_person, prompt_person
-from .subject import off_subject
+from .prompt_subject import Subject, subject_of
+from .subject import off_subject_of
 from .text import sentence_spans
 
 LOOP, META, HEADING, GARBLED = "loop", "meta", "heading", "garbled"
@@ -62,13 +62,40 @@ def repeated_clause(sentence: str) -> str | None:
 
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|\*[^*]+\*|_[^_]+_")
 _TITLE_RUN = re.compile(r"\b[A-Z][\w'’]*(?:\s+(?:[A-Z][\w'’]*|of|the|a|an|and|to|in|on|for|with))*\s+[A-Z][\w'’]*")
+# nouns for the answer or its source: a sentence that has one of them as its subject speaks about
+# the text, not the subject ("The paragraph provides specific details about Dar es Salaam")
+_TEXT_NOUNS = "bio|biography|answer|response|narrative|essay|text|summary|article|paragraph"
+_PRESENTS = ("provides|highlights|mentions|describes|discusses|delves|touches|explores|covers|focuses|offers|"
+             "presents|introduces|gives|says|states|notes|adds")
+_PRAISE = ("concise|clear|easy|informative|engaging|well|detailed|thorough|comprehensive|helpful|accurate|"
+           "excellent|great|good|nice|brilliant|impressive|fascinating|insightful")
 _ADDRESS = re.compile(
-    r"\b(?:you|your|yours|yourself|i|i'm|i’m|i'll|i’ll|i've|i’ve|i'd|i’d|me|my|myself)\b"
+    # "I" only as written, capitalized: a lower-case i is the imaginary unit ("cos x + i sin x")
+    r"\b(?:you|your|yours|yourself|(?-i:I)|(?-i:I)['’](?:m|ll|ve|d)|me|my|myself)\b"
     r"|\b(?:here\s+(?:is|are)|here's|here’s|let\s+me|let's|let’s|as\s+an\s+ai)\b"
-    r"|\b(?:this|the|your|my|above|following)\s+(?:bio|biography|answer|response|narrative|essay|text|summary)\b"
-    r"|\b(?:in|from)\s+(?:this|the|that)\s+(?:article|passage|background)\b",  # "The first mention of X in the article"
+    rf"|\b(?:this|your|my|above|following)\s+(?:{_TEXT_NOUNS})\b"
+    # "the text" as the sentence's theme ("The bio above ..."), not the text of something else ("The
+    # text of the treaty was signed") nor a compound ("summary judgment")
+    rf"|\bthe\s+(?:bio|biography|answer|response|narrative|essay|text|summary)(?=\s*(?:[,.;:!?]|$)|\s+(?:is|was|"
+    rf"also|above|below|{_PRESENTS})\b)"
+    r"|\b(?:in|from)\s+(?:this|the|that)\s+(?:article|passage|paragraph|background)\b"  # "The first mention of X in the article"
+    r"|\bin\s+the\s+context\s+of\s+(?:this|the)\s+(?:article|passage|paragraph|text)\b"
+    rf"|\bthe\s+(?:article|paragraph|section|passage)\s+(?:also\s+|further\s+)?(?:{_PRESENTS})\b"
+    # the answer calling itself a kind of text: "This is a detailed description of the String instrument"
+    r"|^\W*this\s+is\s+(?:an?|the)\s+[^.!?]{0,40}?\b(?:description|overview|introduction|summary|paragraph|answer)\b"
+    rf"|\bthe\s+(?:description|explanation|writing|wording)\s+(?:is|was|seems|reads)\s+(?:\w+\s+){{0,2}}(?:{_PRAISE})\b"
+    # praise of the text: "The mention of X is a nice touch", "adds a layer of depth to the mention of"
+    r"|\b(?:nice|great|good|lovely|thoughtful|personal|cultural)\s+touch\b|\bthe\s+mention\s+of\b.*\badds\b"
+    r"|\b(?:easy\s+to\s+follow|well[- ]written)\b",
     re.IGNORECASE,
 )
+# A fragment that rates the text instead of answering: "A highly detailed and informative answer.",
+# "A brilliant introduction to Dynamical Systems Theory." (no verb after the noun: "A description
+# of the species appeared in 1758" is a sentence).
+_RATED_TEXT = re.compile(
+    rf"^\W*(?:an?|what\s+an?)\s+(?:[\w-]+,?\s+(?:and\s+)?){{1,4}}(?:{_TEXT_NOUNS}|introduction|overview|"
+    r"description|explanation|read)\b(?P<rest>[^.!?]*)", re.IGNORECASE)
+_VERB_AFTER = re.compile(r"\b(?:is|was|are|were|has|had|have|be|been|\w+ed)\b", re.IGNORECASE)
 
 
 def addresses_reader(sentence: str) -> str | None:
@@ -79,7 +106,12 @@ def addresses_reader(sentence: str) -> str | None:
         first = re.match(r"\s*(\S+)", sentence).group(1)
         plain = f"{first} {plain}"
     m = _ADDRESS.search(plain)
-    return m.group(0) if m else None
+    if m:
+        return m.group(0)
+    rated = _RATED_TEXT.match(plain)
+    if rated and not _VERB_AFTER.search(rated.group("rest")):
+        return rated.group(0).strip()
+    return None
 
 
 # -- garbled text --------------------------------------------------------------------------
@@ -176,17 +208,17 @@ def degenerate(sentence: str, prompt: str = "") -> str | None:
 # -- one test for every method ---------------------------------------------------------------
 
 def no_answer(sentence: str, prompt: str, reject_degenerate: bool = True, reject_off_subject: bool = True,
-              person: str | None = None) -> str | None:
+              subject: Subject | None | str = "prompt") -> str | None:
     """Why a sentence is no answer to `prompt` whatever its claims: degenerate ("loop", "meta",
-    "heading", "garbled") or about someone else than the person the prompt asks about
-    ("off_subject", verify/subject.py), each where the configuration rejects it; None if it
-    answers. Only a prompt that asks about a person has one: `person` when the caller resolved
-    it ("" for none), else read from the prompt."""
+    "heading", "garbled") or about another subject than the prompt's ("off_subject",
+    verify/subject.py `off_subject_of`), each where the configuration rejects it; None if it
+    answers. `subject`: the prompt's, as the caller resolved it once (None: it has none); by
+    default read from the prompt."""
     why = degenerate(sentence, prompt) if reject_degenerate else None
     if why is None and reject_off_subject:
-        if person is None and asks_about_person(prompt):
-            person = prompt_person(prompt)
-        if off_subject(sentence, person):
+        if subject == "prompt":
+            subject = subject_of(prompt)
+        if off_subject_of(sentence, subject):
             why = "off_subject"
     return why
 
@@ -199,16 +231,16 @@ def drop_no_answers(text: str, prompt: str, reject_degenerate: bool = True,
     of it. The text between kept sentences is kept as written."""
     if not (reject_degenerate or reject_off_subject) or not text.strip():
         return text, []
-    person = prompt_person(prompt) if asks_about_person(prompt) else None
+    subject = subject_of(prompt)
     kept, dropped, at = [], [], 0
     for start, end in sentence_spans(text):
         sentence = text[start:end]
-        why = no_answer(sentence, prompt, reject_degenerate, reject_off_subject, person or "")
+        why = no_answer(sentence, prompt, reject_degenerate, reject_off_subject, subject)
         if why is None:
             continue
         item = {"sentence": sentence, "reason": why}
         if why == "off_subject":
-            item["about"] = off_subject(sentence, person)
+            item["about"] = off_subject_of(sentence, subject)
         dropped.append(item)
         kept.append(text[at:start])
         at = end

@@ -42,6 +42,7 @@ from typing import Optional, Sequence
 
 from ..retrieval.chunking import split_passage
 from .claims import LEADING_NON_SUBJECT, dated_subject, find_subject, prompt_person
+from .prompt_subject import Subject, singular
 from .text import NAME_PARTICLES, NOT_NAMES, WORD_RE, fold, sentence_spans
 from .types import Evidence
 
@@ -443,6 +444,66 @@ def off_subject(sentence: str, subject: Optional[str]) -> Optional[str]:
     if any(not _inside_other_name(sentence, span, subject, other) for span in mentions(sentence, subject, other)):
         return None
     return other
+
+
+# A definition's predicate: "is a ...", "are the ...", "was one of ...", "is indeed a ..."
+_DEFINES = re.compile(r"\s*(?:is|are|was|were)\s+(?:(?:indeed|also|often|usually|generally|typically|commonly|"
+                      r"primarily|essentially|simply|\w+ly)\s+)?(?:a|an|the|one\s+of|any)\b", re.IGNORECASE)
+_DETERMINERS = {"a", "an", "the"}
+_NOT_GENERIC = frozenset("""this these that those it its his her their he she they such each every both all many
+    some most several other another any no which who whose what""".split())
+
+
+def generic_subject(sentence: str, subject: Optional[Subject]) -> Optional[str]:
+    """The common noun a sentence of an answer about `subject` defines or speaks of in general
+    instead, or None (issue 56): "Landscape painting, also known as landscape art, is the depiction
+    of natural scenery" in Gustav Klimt's bio, "The tiger is a large cat" in Tiger Woods's, "A tower
+    is a tall structure" and "Towers are distinguished from masts" in the Eiffel Tower's.
+
+    The sentence's grammatical subject is a common noun phrase (lower-case words, an article at
+    most: no name, no pronoun or possessive); it is another subject when one of its nouns is a word
+    of the subject's name used as a common noun (the tiger, towers), or when the sentence defines
+    it ("X is a ...") with an indefinite or no article. About a thing, "the tower" is the tower
+    asked about and is left alone, and only a name of several capitalized words (`Subject.proper`)
+    is told from its words: the parts of "Fundamental group" are what its answer explains."""
+    if subject is None or not (subject.person or subject.proper):
+        return None
+    sentence = re.sub(r"\s*\([^)]*\)", "", sentence)  # a gloss: "The tiger (Panthera tigris) is ..."
+    head = _subject_text(sentence).strip()
+    words = WORD_RE.findall(head)
+    if not words or len(words) > 6 or not sentence.lstrip().startswith(words[0]):
+        return None
+    det = words[0].lower() if words[0].lower() in _DETERMINERS else None
+    nouns = words[1:] if det else words
+    if not nouns or any(w.lower() in _NOT_GENERIC for w in nouns) or re.search(r"['’]s?$", nouns[0]):
+        return None  # a pronoun or a possessive: someone's ("Klimt's father", "His work")
+    if det is None and nouns[0] in WORD_RE.findall(subject.name):
+        return None  # the subject's own name opening the sentence ("Malevich was a Russian painter")
+    if any(w[:1].isupper() for w in nouns[1 if det is None else 0:]) or any(c.isdigit() for c in head):
+        return None  # a name ("The Parthenon", "Gustave Eiffel"), not a common noun
+    if det == "the" and not subject.person:
+        return None  # "The tower is 330 metres tall": the thing asked about
+    if subject.words() <= {singular(w) for w in WORD_RE.findall(sentence)}:
+        return None  # names the subject too ("... the tallest tower, the Eiffel Tower")
+    # a name word as a common noun: lower-case ("the tiger", "towers"), never the capitalized word a
+    # sentence opens with ("Woods turned professional in 1996" is the person)
+    homonym = {singular(w) for w in nouns if w[:1].islower()} & subject.words()
+    rest = sentence[sentence.find(head) + len(head):]
+    rest = re.sub(r"^\s*,[^,]*,", "", rest)  # an appositive: "Landscape painting, also known as ..., is"
+    if homonym or (det != "the" and _DEFINES.match(rest)):
+        return head
+    return None
+
+
+def off_subject_of(sentence: str, subject: Optional[Subject]) -> Optional[str]:
+    """What a sentence of an answer about `subject` is about instead, or None: another person
+    in a bio (`off_subject`), or a common noun spoken of in general (`generic_subject`)."""
+    if subject is None:
+        return None
+    generic = generic_subject(sentence, subject)
+    if generic or not subject.person:
+        return generic
+    return off_subject(sentence, subject.name)
 
 
 def _inside_other_name(sentence: str, span: tuple[int, int], subject: str, other: str) -> bool:

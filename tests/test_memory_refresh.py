@@ -1,0 +1,48 @@
+"""What enters one answer's memory (ewe/controller/memory_refresh.py): retrieved passages and the
+checker's feedback passages alike stay out when they are about another subject and do not name
+the prompt's (issue 56), without a model."""
+from types import SimpleNamespace
+
+from ewe.controller.memory_refresh import MemoryRefresh
+from ewe.controller.trace import Trace
+
+
+class Units:
+    def __init__(self):
+        self.texts = []
+
+    def add(self, texts, pool, meta):
+        self.texts += texts
+        return {"added": list(texts), "evicted": [], "present": []}
+
+    def describe(self):
+        return {}
+
+    def __len__(self):
+        return len(self.texts)
+
+
+def refresh(subject):
+    runtime = SimpleNamespace(new_memory=Units, config=SimpleNamespace(memory=SimpleNamespace(unit_text="passage")))
+    return MemoryRefresh(runtime, Trace(), {"encode": 0.0, "retrieve": 0.0}, subject)
+
+
+OWN = {"form": "refuting", "title": "Spirited Away", "text": "Spirited Away is a 2001 film by Hayao Miyazaki."}
+NAMES_IT = {"form": "refuting", "title": "Hayao Miyazaki", "text": "Hayao Miyazaki directed Spirited Away (2001)."}
+OTHER = {"form": "refuting", "title": "Tokyo Story", "text": "Tokyo Story is a 1953 film starring Chishu Ryu."}
+NOTE = {"form": "instruction", "title": "", "text": "The claim is not supported; write it again."}
+
+
+def test_feedback_about_another_subject_stays_out_of_memory_and_is_traced():
+    r = refresh("Spirited Away")
+    r.add_feedback([OWN, NAMES_IT, OTHER, NOTE])
+    assert r.units.texts == [OWN["text"], NAMES_IT["text"], NOTE["text"]]
+    assert [e["titles"] for e in r.trace.events if e["type"] == "feedback_off_subject"] == [["Tokyo Story"]]
+
+
+def test_a_prompt_without_a_subject_keeps_every_passage():
+    r = refresh(None)
+    r.add_feedback([OWN, OTHER])
+    assert r.units.texts == [OWN["text"], OTHER["text"]]
+    hits = [SimpleNamespace(title=f["title"], text=f["text"]) for f in (OWN, OTHER)]
+    assert refresh("Spirited Away").about_subject(hits) == (hits[:1], ["Tokyo Story"])
