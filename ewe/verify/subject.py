@@ -458,7 +458,7 @@ def generic_subject(sentence: str, subject: Optional[Subject]) -> Optional[str]:
     """The common noun a sentence of an answer about `subject` defines or speaks of in general
     instead, or None (issue 56): "Landscape painting, also known as landscape art, is the depiction
     of natural scenery" in Gustav Klimt's bio, "The tiger is a large cat" in Tiger Woods's, "A tower
-    is a tall structure" and "Towers are distinguished from masts" in the Eiffel Tower's.
+    is a tall structure" and "Towers are the tallest structures in many cities" in the Eiffel Tower's.
 
     The sentence's grammatical subject is a common noun phrase (lower-case words, an article at
     most: no name, no pronoun or possessive); it is another subject when one of its nouns is a word
