@@ -54,10 +54,12 @@ class MemoryRefresh:
         A passage about another subject that does not name the prompt's stays out, as it does from
         retrieval (`about_subject`): the checker searched for the failed claim, and a rewrite read
         "Tokyo Story" from its passages into an answer about Spirited Away."""
-        off = [f["title"] for f in feedback if f["form"] != "instruction" and not self.speaks_about(f["title"], f["text"])]
+        kept, off = [], []
+        for f in feedback:
+            (kept if f["form"] == "instruction" or self.speaks_about(f["title"], f["text"]) else off).append(f)
         if off:
-            self.trace.add("feedback_off_subject", titles=off)
-            feedback = [f for f in feedback if f["form"] == "instruction" or f["title"] not in off]
+            self.trace.add("feedback_off_subject", titles=[f["title"] for f in off])
+        feedback = kept
         if feedback:
             self.add([f["text"] for f in feedback], "feedback",
                      [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")

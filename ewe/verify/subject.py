@@ -495,6 +495,7 @@ def generic_subject(sentence: str, subject: Optional[Subject]) -> Optional[str]:
     return None
 
 
+@functools.lru_cache(maxsize=1024)  # asked again for the trace's "about" and for each candidate
 def off_subject_of(sentence: str, subject: Optional[Subject]) -> Optional[str]:
     """What a sentence of an answer about `subject` is about instead, or None: another person
     in a bio (`off_subject`), or a common noun spoken of in general (`generic_subject`)."""
