@@ -150,12 +150,12 @@ def test_a_full_queue_is_refused_at_once_and_a_departed_client_frees_the_model()
     gate = threading.Event()
 
     def slow(units):  # the worker waits here until the test lets it go on
-        gate.wait(timeout=60)
+        gate.wait(timeout=120)
         return A
 
     with serving({"slow": make(text_script(slow), verify="never")}, max_queue=1) as base:
         body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 8}
-        with httpx.Client(timeout=60) as http:
+        with httpx.Client(timeout=180) as http:
             pool = []
             first = threading.Thread(target=lambda: pool.append(http.post(f"{base}/v1/chat/completions", json=body)))
             first.start()
@@ -167,7 +167,7 @@ def test_a_full_queue_is_refused_at_once_and_a_departed_client_frees_the_model()
             assert refused.status_code == 429 and refused.json()["error"]["code"] == "queue_full"
             assert refused.headers["retry-after"]
             gate.set()
-            first.join(60), second.join(60)
+            first.join(180), second.join(180)
             assert [r.status_code for r in pool] == [200, 200]
             # a streaming client that leaves after its first chunk: the answer is cancelled, the model freed
             with http.stream("POST", f"{base}/v1/chat/completions", json={**body, "max_tokens": 64, "stream": True}
@@ -177,7 +177,7 @@ def test_a_full_queue_is_refused_at_once_and_a_departed_client_frees_the_model()
             assert http.post(f"{base}/v1/chat/completions", json=body).status_code == 200
 
 
-def wait_for(condition, seconds: float = 30) -> None:
+def wait_for(condition, seconds: float = 120) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -213,10 +213,11 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch(continuous):
 
     alone = controlled(False)
     ewe = controlled(True)
-    gate, script = threading.Event(), ewe.model.script
+    gate, paused, script = threading.Event(), threading.Event(), ewe.model.script
 
     def gated(*args):
-        gate.wait(timeout=60)
+        paused.set()
+        gate.wait(timeout=120)
         return script(*args)
 
     gated.wants_prompt = True
@@ -224,7 +225,7 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch(continuous):
     prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein.",
                "Tell me a bio of someone famous.", "Tell me a bio of Marie Curie."]
     expected = [r.text for r in alone.generate(prompts)]
-    with serving({"ewe": ewe}, max_batch=4, continuous=continuous) as base, httpx.Client(timeout=60) as http:
+    with serving({"ewe": ewe}, max_batch=4, continuous=continuous) as base, httpx.Client(timeout=180) as http:
         answers = {}
 
         def ask(i, stream=False):
@@ -246,14 +247,15 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch(continuous):
 
         threads = [threading.Thread(target=ask, args=(0,))]
         threads[0].start()
-        wait_for(lambda: http.get(f"{base}/health").json()["queue"]["running"] == 1)
+        assert paused.wait(timeout=120), "the first request never reached the model"
+        assert http.get(f"{base}/health").json()["queue"]["running"] == 1
         for i in (1, 2, 3):
             threads.append(threading.Thread(target=ask, args=(i, i == 3)))
             threads[-1].start()
         wait_for(lambda: http.get(f"{base}/health").json()["queue"]["waiting"] == 3)
         gate.set()
         for t in threads:
-            t.join(60)
+            t.join(180)
         queue = http.get(f"{base}/health").json()["queue"]
     assert [answers[i] for i in range(4)] == expected
     assert answers["retractions"] == 1  # the streamed Marie Curie row withdrew its wrong sentence
@@ -263,21 +265,26 @@ def test_queued_requests_are_answered_together_as_rows_of_one_batch(continuous):
 
 def second_while_first_writes(bodies: list[dict]) -> tuple[list, dict]:
     """Serve the controlled scripted model; send bodies[0], and bodies[1] once the first answer is
-    being written (it pauses after 5 tokens until the second request waits). The choices in the
+    being written (it pauses after 5 tokens until the second request waits, then writes its tail
+    slowly). The choices in the
     order they came back (as (i, choice)), and the queue's figures."""
     from test_batch_rows import controlled
 
     ewe = controlled(True)
-    gate, script = threading.Event(), ewe.model.script
+    gate, paused, script = threading.Event(), threading.Event(), ewe.model.script
 
     def gated(generated, units, prompt):
-        if len(generated) == 5 and "Marie Curie" in ewe.tokenizer.decode(prompt):
-            gate.wait(timeout=60)
+        if "Marie Curie" in ewe.tokenizer.decode(prompt):
+            if len(generated) == 5:
+                paused.set()
+                gate.wait(timeout=120)
+            elif len(generated) > 5:  # the first's tail is slow, so the order answers come back in
+                time.sleep(0.1)       # is the order rows end in, however late a client thread runs
         return script(generated, units, prompt)
 
     gated.wants_prompt = True
     ewe.model.script = gated
-    with serving({"ewe": ewe}, max_batch=4) as base, httpx.Client(timeout=60) as http:
+    with serving({"ewe": ewe}, max_batch=4) as base, httpx.Client(timeout=180) as http:
         answered = []
 
         def ask(i):
@@ -285,12 +292,14 @@ def second_while_first_writes(bodies: list[dict]) -> tuple[list, dict]:
 
         first = threading.Thread(target=ask, args=(0,))
         first.start()
-        wait_for(lambda: http.get(f"{base}/health").json()["queue"]["running"] == 1)
+        # the second is sent only once the first has written 5 tokens: sent earlier, it would join
+        # the batch before the pause and never be seen waiting (a race a loaded machine lost)
+        assert paused.wait(timeout=120), "the first answer never reached its fifth token"
         second = threading.Thread(target=ask, args=(1,))
         second.start()
         wait_for(lambda: http.get(f"{base}/health").json()["queue"]["waiting"] == 1)
         gate.set()
-        first.join(60), second.join(60)
+        first.join(180), second.join(180)
         return answered, http.get(f"{base}/health").json()["queue"]
 
 
