@@ -862,16 +862,22 @@ class OnlyTrue(ScriptedChecker):
 
 
 def test_candidate_rewrites_stop_when_their_budget_is_spent():
-    kw = dict(rewrite_candidates=4, max_retries=3, on_retries_exhausted="drop")
+    kw = dict(rewrite_candidates=4, max_retries=3, on_retries_exhausted="drop", rewrite_max_tokens=16)
     script = text_script(fixed(f"{A} {B_WRONG} {C}"), unsure=(B_WRONG,), unsure_prob=0.3)  # candidates differ
     free = make(script, OnlyTrue(A), rewrite_budget=None, **kw).generate(PROMPT)
-    capped = make(script, OnlyTrue(A), rewrite_budget=0.01, **kw).generate(PROMPT)
     assert not free.stats["rewrite_budget_hit"] and len({e["round"] for e in events(free, "candidates")}) > 1
-    # the cap (1 token at 120 new tokens) is spent by the first round: no second round, and the trace says so
-    assert capped.stats["rewrite_budget_hit"] and {e["round"] for e in events(capped, "candidates")} == {1}
-    assert capped.stats["candidate_tokens"] < free.stats["candidate_tokens"]
-    [spent] = events(capped, "rewrite_budget")
-    assert spent["budget"] == 1 and spent["spent"] == capped.stats["candidate_tokens"]
+    assert events(free, "candidates")[0]["decoded"] == 4 and free.stats["candidate_tokens"] > 40
+    assert events(free, "retries_exhausted")[0]["policy"] == "drop"  # no candidate passed: B dropped, the answer goes on
+    # 40 tokens (at 120 new tokens): room for 2 candidates of 16 tokens, then for fewer; never more than 40
+    capped = make(script, OnlyTrue(A), rewrite_budget=40 / 120, **kw).generate(PROMPT)
+    assert events(capped, "candidates")[0]["decoded"] == 2 and capped.stats["candidate_tokens"] <= 40
+    # nothing fits: no round at all, the trace says so, and a failure that would be dropped ends the
+    # answer instead (going on would decode more text to check)
+    none = make(script, OnlyTrue(A), rewrite_budget=0.01, **kw).generate(PROMPT)
+    assert none.stats["rewrite_budget_hit"] and none.stats["candidate_tokens"] == 0 and not events(none, "candidates")
+    [spent] = events(none, "rewrite_budget")
+    assert spent == {**spent, "budget": 1, "spent": 0}
+    assert none.text.strip() == A and events(none, "retries_exhausted")[-1]["policy"] == "stop"
 
 
 def test_a_sentence_about_someone_else_fails_its_check():

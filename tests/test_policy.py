@@ -64,6 +64,12 @@ def test_exhausted(configured, repeats, kept_repeats, then):
     assert exhausted(configured, repeats, kept_repeats) == then
 
 
+@pytest.mark.parametrize("configured, then", [("drop", "stop"), ("keep_best", "keep_best"), ("keep_last", "keep_last"),
+                                              ("stop", "stop")])
+def test_a_spent_rewrite_budget_turns_a_drop_into_a_stop(configured, then):
+    assert exhausted(configured, False, budget_spent=True) == then
+
+
 def test_best_attempt_prefers_an_answer_then_fewest_unsupported_then_the_latest():
     assert best_attempt([2, 1, 3], [False, False, False]) == 1
     assert best_attempt([1, 1, 3], [False, False, False]) == 1  # a tie goes to the later attempt

@@ -58,6 +58,7 @@ class ControlledRun(Hook):
         self.checks: dict[tuple[int, str], dict] = {}  # last check of each (start, text)
         self.backtracks = 0
         self.decoded = 0
+        self.removed = 0  # tokens cut from the answer by backtracks (what retries cost besides candidates)
         # wall time by part (stats.time_parts): "check" is every check, pause and candidate; the others
         # with "check_" split it (claim extraction, evidence search, judge) or name the candidates' share
         self.seconds = dict.fromkeys(("retrieve", "encode", "check", "repeats", "rewrite", "check_candidates",
@@ -69,7 +70,7 @@ class ControlledRun(Hook):
         self.repeats_rejected = 0
         self.reject_repeats = runtime.config.checker.reject_repeats
         self.rejected_by_rule: Counter = Counter()
-        self.budget_hit = False  # candidate rewrites spent controller.rewrite_budget
+        self.budget_hit = False  # retries spent controller.rewrite_budget
         # with no fact-checking (FLARE: verify_trigger never) new sentences still wait for a repeat check
         self.unverified: list[Sentence] = []
         # what the prompt asks about, resolved once: whom or what retrieved passages must be about
@@ -96,6 +97,7 @@ class ControlledRun(Hook):
         self.attempts = {s: a for s, a in self.attempts.items() if s <= start}
         self.sampled_under = {p: v for p, v in self.sampled_under.items() if p < start}
         self.backtracks += 1
+        self.removed += len(self.tracker.tokens) - start
         self.trace.add("backtrack", why=why, start_token=start, removed_tokens=len(self.tracker.tokens) - start,
                        removed_text=self.tracker.decode(start), attempt=attempt,
                        feedback=[{k: f[k] for k in ("form", "title", "text")} for f in feedback])
@@ -160,7 +162,7 @@ class ControlledRun(Hook):
                  repeats: bool = False) -> Rewind | None:
         """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`; after
         a repeat that nothing new replaced, the answer ends there."""
-        then = policy.exhausted(self.cfg.on_retries_exhausted, repeats)
+        then = policy.exhausted(self.cfg.on_retries_exhausted, repeats, budget_spent=self.budget_hit)
         best = history[-1]
         if then == "keep_best":
             best = history[policy.best_attempt([a.unsupported for a in history],
@@ -186,16 +188,30 @@ class ControlledRun(Hook):
         return self.backtrack(start, "retries exhausted: restoring the best attempt", len(history), [],
                                restore=best)
 
+    def _retry_spent(self) -> int:
+        """Tokens this answer's retries have cost: candidate rewrites decoded, and tokens cut from
+        the answer (decoded, then discarded)."""
+        return self.candidates["tokens"] + self.removed
+
+    def _round_rows(self) -> int:
+        """Candidates the next round may decode: controller.rewrite_candidates, fewer where what is
+        left of controller.rewrite_budget holds fewer rows of rewrite_max_tokens each (so a round
+        never runs over it); 0 when the budget is spent."""
+        rows, budget = self.cfg.rewrite_candidates, self.cfg.rewrite_budget
+        if budget is None:
+            return rows
+        left = budget * self.dec.max_new_tokens - self._retry_spent()
+        return max(0, min(rows, int(left // self.cfg.rewrite_max_tokens)))
+
     def _budget_spent(self) -> bool:
-        """Whether candidate rewrites have decoded all this answer may spend on them
-        (controller.rewrite_budget); counted once per answer in stats.rewrite_budget_hit."""
-        budget = self.cfg.rewrite_budget
-        if budget is None or self.candidates["tokens"] < budget * self.dec.max_new_tokens:
+        """Whether the retries have spent all this answer may spend (controller.rewrite_budget: no
+        room left for one more candidate); counted once per answer in stats.rewrite_budget_hit."""
+        if self._round_rows() > 0:
             return False
         if not self.budget_hit:
             self.budget_hit = True
-            self.trace.add("rewrite_budget", spent=self.candidates["tokens"],
-                           budget=round(budget * self.dec.max_new_tokens))
+            self.trace.add("rewrite_budget", spent=self._retry_spent(),
+                           budget=round(self.cfg.rewrite_budget * self.dec.max_new_tokens))
         return True
 
     def _candidate_round(self, round_: int, start: int, history: list[Attempt], feedback: list[dict], repeats: bool,
@@ -214,7 +230,7 @@ class ControlledRun(Hook):
                                      placed)
 
         return candidate_branch(
-            self.runtime, self.tracker, start, self.memory, cfg.rewrite_candidates, self.candidate_sampler,
+            self.runtime, self.tracker, start, self.memory, self._round_rows(), self.candidate_sampler,
             cfg.rewrite_max_tokens, judge,
             prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
             system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset,

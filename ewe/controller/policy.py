@@ -83,10 +83,14 @@ def after_round(passed: bool, checked: bool, round_: int, max_retries: int, budg
     return Decision(GIVE_UP, "no candidate added a supported claim" if repeats else "no candidate passed")
 
 
-def exhausted(configured: str, repeats: bool, kept_repeats_answer: bool = False) -> str:
+def exhausted(configured: str, repeats: bool, kept_repeats_answer: bool = False, budget_spent: bool = False) -> str:
     """The on_retries_exhausted policy that applies: after a repeat nothing new replaced, or when
-    the attempt a keep policy would keep repeats the answer, the answer stops there."""
+    the attempt a keep policy would keep repeats the answer, the answer stops there; so it does
+    instead of a drop once the rewrite budget is spent (going on would decode more text to check,
+    and each failure cut would cost more than the budget allowed)."""
     if repeats or (configured.startswith("keep") and kept_repeats_answer):
+        return "stop"
+    if budget_spent and configured == "drop":
         return "stop"
     return configured
 
