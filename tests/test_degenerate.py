@@ -16,6 +16,9 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
      "2022 Best Female Actress and 2023 Best Female Actress awards.", LOOP),
     ("He was known as the Godfather of Soul, Mr. Dynamite, the Godfather of Soul, Soul Brother Number One "
      "and the Godfather of Soul.", LOOP),
+    # a list that names an item again (read in the default's objects answers)
+    ("This law is also known as the law of infinite probability, the law of convergence of random processes, "
+     "the law of infinite probability, or the law of entropy.", LOOP),
     ("Your bio is filled with a wealth of information about William Blackstone.", META),
     ("To add to the narrative, I'll just add a few more details.", META),
     ("Here is a bio of Black Sabbath:", META),
@@ -77,6 +80,11 @@ def test_what_is_no_answer(sentence, why):
     "This is an example of Gothic architecture.",
     "He wrote the answer to his critics in 1911.",
     "Euler's formula states that e^(ix) = cos x + i sin x, where i is the imaginary unit.",  # i, not I
+    # items that share words but are not the same item, and names said twice on purpose
+    "He won the gold medal in 1990, the silver medal in 1992, and the gold medal in 1996.",
+    "Her songs include New York, New York and Theme from New York.",
+    "It was ruled by the House of Habsburg, then the House of Bourbon, and again by the House of Habsburg.",
+    "Henry VIII was King of England and Lord of Ireland from 1509, and King of England and Ireland from 1542.",
 ])
 def test_what_is_an_answer(sentence):
     assert degenerate(sentence, BIO) is None

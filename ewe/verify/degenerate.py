@@ -45,8 +45,32 @@ _STOP = frozenset("the a an of in on at to and or for by with as from is was are
                   "their its he she it they this that".split())
 
 
+# the items of a list: what lies between commas, semicolons and a list's "and"/"or"
+_ITEM_SPLIT = re.compile(r"\s*[,;]\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+
+
+def repeated_item(sentence: str) -> str | None:
+    """An item of three words or more that a list names twice ("the law of infinite probability,
+    the law of convergence of random processes, the law of infinite probability, or ..."): a
+    list going round, not a phrase that recurs in parallel parts."""
+    earlier: list[tuple[str, ...]] = []  # the first item carries the words that lead to the list
+    for item in _ITEM_SPLIT.split(sentence.rstrip(".!?")):
+        found = _WORD.findall(item)
+        words = tuple(w.lower() for w in found)
+        content = [w for w in found if w.lower() not in _STOP]
+        # a name said again is a name ("King of England and Lord of Ireland ..., and King of England")
+        if len(words) >= 3 and content and not all(w[0].isupper() for w in content) \
+                and any(e[len(e) - len(words):] == words for e in earlier):
+            return " ".join(words)
+        earlier.append(words)
+    return None
+
+
 def repeated_clause(sentence: str) -> str | None:
-    """The phrase a sentence repeats beyond `_LOOP_LIMITS`, or None."""
+    """The phrase a sentence repeats beyond `_LOOP_LIMITS`, or a list item it names twice; None if
+    neither."""
+    if item := repeated_item(sentence):
+        return item
     words = [w.lower() for w in _WORD.findall(sentence)]
     for n, allowed in _LOOP_LIMITS:
         grams = Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
