@@ -39,6 +39,9 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("L'Étoile de la Réduction, avec Jean Nicolas Arthur Rimbaud, est un artiste de la réduction.", GARBLED),
     ("Lomonosov, Mikhail Mikhailovich, Russian poet, poet, poet, poet.", GARBLED),
     ("He was born on 189december 1828 in Skien.", GARBLED),
+    ("2019-01-22", GARBLED),  # fragments left alone in answers (French Wars of Religion, Zelda)
+    ("Legend:", GARBLED),
+    ("3.", GARBLED),
     ("Henrik Ibsen (Norwegian playwright and theatre director, 1828–1906)", HEADING),  # a passage's head
     ("Peer Gynt (Play by Henrik Ibsen):", HEADING),
     ("Suzannah Ibsen (1836–1914)  Sigurd Ibsen (Norwegian politician)", HEADING),  # a list of heads
@@ -85,6 +88,8 @@ def test_what_is_no_answer(sentence, why):
     "Her songs include New York, New York and Theme from New York.",
     "It was ruled by the House of Habsburg, then the House of Bourbon, and again by the House of Habsburg.",
     "Henry VIII was King of England and Lord of Ireland from 1509, and King of England and Ireland from 1542.",
+    "He died in 1934.",  # short, but a sentence
+    "Curie won.",
 ])
 def test_what_is_an_answer(sentence):
     assert degenerate(sentence, BIO) is None

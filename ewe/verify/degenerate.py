@@ -14,8 +14,9 @@ A checker judges claims; these fail before any claim is read, with the reason th
            scholar)"), or "Label: value" ("Name: ...", "Date: 14th century", "Place: India"). A
            checker finds such a line supported (it restates the passage's head), and an answer
            of them reads as a form.
-  garbled  digits fused with words ("189december"), a word three times in a row, or the
-           sentence in another language than the prompt's (a French sentence in an English
+  garbled  digits fused with words ("189december"), a word three times in a row, a fragment
+           with fewer than two words ("2019-01-22", "Legend:", "3." read alone in answers), or
+           the sentence in another language than the prompt's (a French sentence in an English
            bio). The language test counts function words of six European languages: it sees a
            sentence written in another of them, not scripts it has no list for.
 
@@ -181,11 +182,16 @@ def language(text: str, min_words: int = 3) -> str | None:
     return lang if n >= min_words else None
 
 
+def is_fragment(text: str) -> bool:
+    """Fewer than two words of two letters or more: a date, a number or a label alone."""
+    return sum(1 for w in _WORD.findall(text) if sum(c.isalpha() for c in w) >= 2) < 2
+
+
 def looks_garbled(text: str, prompt: str = "") -> bool:
-    """Fused digits and letters (not an ordinal or a decade), a word three times in a row, or a
-    sentence in another language than the prompt's (when both languages are clear)."""
+    """Fused digits and letters (not an ordinal or a decade), a word three times in a row, a
+    fragment, or a sentence in another language than the prompt's (when both languages are clear)."""
     plain = _ORDINAL_OR_DECADE.sub(" ", text)
-    if _FUSED.search(plain) or _REPEATED.search(text):
+    if _FUSED.search(plain) or _REPEATED.search(text) or is_fragment(text):
         return True
     asked = language(prompt, min_words=1) if prompt else None
     written = language(text)
