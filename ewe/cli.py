@@ -195,7 +195,10 @@ def cmd_check(args) -> int:
     verdict = "needs rewrite" if check.needs_rewrite else ("factual" if check.factual else "kept (check incomplete)")
     print(f"{verdict}: {check.sentence}")
     for v in check.verdicts:
-        print(f"  [{v.label} {v.score:.2f}] {v.claim.text}" + (f"  (error: {v.error})" if v.error else ""))
+        if v.backend.endswith("+veto"):  # overruled: its score is capped below the threshold, the reason is what counts
+            print(f"  [{v.label}: vetoed] {v.claim.text}\n      {v.rationale.split(' | ')[0]}")
+        else:
+            print(f"  [{v.label} {v.score:.2f}] {v.claim.text}" + (f"  (error: {v.error})" if v.error else ""))
         for e in v.evidence[:2]:
             text = e.text if len(e.text) < 160 else e.text[:157] + "..."
             print(f"      <- {e.title or 'given'} ({e.score:.2f}): {text}")

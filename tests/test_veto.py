@@ -74,3 +74,27 @@ def test_check_and_critique_veto_by_default_unless_a_config_or_an_option_says_ot
     vetoes = [kw.get("checker.veto") for _, kw in seen]
     assert vetoes == ["contradiction", "contradiction", "none", None, None]
     assert [kw["load_model"] for _, kw in seen] == [False, False, False, False, True]
+
+
+def test_check_prints_a_vetoed_claim_with_its_reason_not_a_capped_score(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from ewe import cli
+    from ewe.verify.alignment import AlignmentChecker
+    from ewe.verify.types import SentenceCheck
+
+    class Accepts:
+        name = "judge"
+
+        def check_claims(self, claims, evidence):
+            return [Verdict(c, SUPPORTED, 0.9, list(ev), "judge", rationale="entailed") for c, ev in zip(claims, evidence)]
+
+    claim = Claim("Hans Krebs won the Nobel Prize in 1903.", "Hans Krebs won the Nobel Prize in 1903.")
+    [vetoed] = ContradictionVeto(Accepts(), AlignmentChecker()).check_claims(
+        [claim], [[Evidence("Hans Krebs won the Nobel Prize in 1953.", "Hans Krebs")]])
+    check = SentenceCheck(claim.text, [claim], [vetoed])
+    monkeypatch.setattr(cli, "_load_ewe", lambda args: SimpleNamespace(check=lambda *a, **kw: check))
+    assert cli.main(["check", claim.text]) == 0
+    out = capsys.readouterr().out
+    assert "[unsupported: vetoed] Hans Krebs won" in out and "evidence has 1953 where the claim has 1903" in out
+    assert "0.49" not in out

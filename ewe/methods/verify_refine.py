@@ -168,14 +168,13 @@ class VerifyRefine(CheckedMethod):
     def repeats(self, run: _Run, sentence: str, check) -> bool:
         """A passed sentence that adds nothing to the answer so far (checker.reject_repeats): traced as a
         failed check with reason "repeats"."""
-        from ..verify.claims import prompt_person
         from ..verify.redundancy import sentence_repeats
 
         if not self.runtime.config.checker.reject_repeats:
             return False
         claims = [c.text for c in check.claims]
         why = sentence_repeats(self._redundancy(run), sentence, claims, run.said_texts, run.said_claims,
-                               prompt_person(run.prompt), run.prompt)
+                               run.subject.name if run.subject else None, run.prompt)  # as EWE's loop
         if why:
             run.failed += 1
             run.trace.add("repeats", sentence=sentence, repeats=why)

@@ -89,7 +89,8 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|\*[^*]+\*|_[^_]+_")
 _TITLE_RUN = re.compile(r"\b[A-Z][\w'’]*(?:\s+(?:[A-Z][\w'’]*|of|the|a|an|and|to|in|on|for|with))*\s+[A-Z][\w'’]*")
 # nouns for the answer or its source: a sentence that has one of them as its subject speaks about
 # the text, not the subject ("The paragraph provides specific details about Dar es Salaam")
-_TEXT_NOUNS = "bio|biography|answer|response|narrative|essay|text|summary|article|paragraph"
+_ANSWER_NOUNS = "bio|biography|answer|response|narrative|essay|text|summary"  # what the answer may call itself
+_TEXT_NOUNS = f"{_ANSWER_NOUNS}|article|paragraph"
 _PRESENTS = ("provides|highlights|mentions|describes|discusses|delves|touches|explores|covers|focuses|offers|"
              "presents|introduces|gives|says|states|notes|adds")
 _PRAISE = ("concise|clear|easy|informative|engaging|well|detailed|thorough|comprehensive|helpful|accurate|"
@@ -101,7 +102,7 @@ _ADDRESS = re.compile(
     rf"|\b(?:this|your|my|above|following)\s+(?:{_TEXT_NOUNS})\b"
     # "the text" as the sentence's theme ("The bio above ..."), not the text of something else ("The
     # text of the treaty was signed") nor a compound ("summary judgment")
-    rf"|\bthe\s+(?:bio|biography|answer|response|narrative|essay|text|summary)(?=\s*(?:[,.;:!?]|$)|\s+(?:is|was|"
+    rf"|\bthe\s+(?:{_ANSWER_NOUNS})(?=\s*(?:[,.;:!?]|$)|\s+(?:is|was|"
     rf"also|above|below|{_PRESENTS})\b)"
     r"|\b(?:in|from)\s+(?:this|the|that)\s+(?:article|passage|paragraph|background)\b"  # "The first mention of X in the article"
     r"|\bin\s+the\s+context\s+of\s+(?:this|the)\s+(?:article|passage|paragraph|text)\b"
