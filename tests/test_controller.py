@@ -878,6 +878,9 @@ def test_candidate_rewrites_stop_when_their_budget_is_spent():
     [spent] = events(none, "rewrite_budget")
     assert spent == {**spent, "budget": 1, "spent": 0}
     assert none.text.strip() == A and events(none, "retries_exhausted")[-1]["policy"] == "stop"
+    # ... but an answer with nothing kept yet goes on: a spent budget never leaves it empty
+    first = make(text_script(fixed(f"{B_WRONG} {A}")), OnlyTrue(A), rewrite_budget=0.01, **kw).generate(PROMPT)
+    assert first.stats["rewrite_budget_hit"] and events(first, "retries_exhausted")[0]["policy"] == "drop"
 
 
 def test_a_sentence_about_someone_else_fails_its_check():

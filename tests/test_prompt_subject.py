@@ -47,6 +47,10 @@ WELLS = Subject("H. G. Wells", person=True)
     (WOODS, "The tiger (Panthera tigris) lives in Asia.", "The tiger"),
     (WELLS, "A well is an excavation in the ground.", "A well"),
     (WELLS, "Science fiction is a genre of speculative fiction.", "Science fiction"),
+    # a polity or place that shares a word of the name (Jiang Qing's answer was the Qing dynasty's)
+    (Subject("Jiang Qing", True), "The Qing dynasty was preceded by the Ming dynasty.", "The Qing dynasty"),
+    (Subject("Jiang Qing", True), "The Qing dynasty, officially the Great Qing, was a Manchu-led dynasty.",
+     "The Qing dynasty"),
 ])
 def test_a_common_noun_spoken_of_in_general_is_another_subject(subject, sentence, about):
     assert generic_subject(sentence, subject) == about
@@ -71,6 +75,9 @@ def test_a_common_noun_spoken_of_in_general_is_another_subject(subject, sentence
     (KLIMT, "Klimt's father was a gold engraver."),
     (WOODS, "Tiger Woods is an American professional golfer."),
     (None, "A tower is a tall structure."),  # no subject, nothing to leave
+    (Subject("Jiang Qing", True), "Jiang Qing was born in the last years of the Qing dynasty."),
+    (Subject("John F. Kennedy", True), "The Kennedy administration faced the Cuban Missile Crisis."),  # his own
+    (Subject("Marie Curie", True), "The Curie laboratory was in Paris."),
 ])
 def test_what_stays_on_its_subject(subject, sentence):
     assert off_subject_of(sentence, subject) is None

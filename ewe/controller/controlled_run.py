@@ -162,7 +162,8 @@ class ControlledRun(Hook):
                  repeats: bool = False) -> Rewind | None:
         """No attempt passed: the `on_retries_exhausted` policy decides what stays at `start`; after
         a repeat that nothing new replaced, the answer ends there."""
-        then = policy.exhausted(self.cfg.on_retries_exhausted, repeats, budget_spent=self.budget_hit)
+        # a spent budget ends an answer that has something to keep; an empty one may still go on
+        then = policy.exhausted(self.cfg.on_retries_exhausted, repeats, budget_spent=self.budget_hit and start > 0)
         best = history[-1]
         if then == "keep_best":
             best = history[policy.best_attempt([a.unsupported for a in history],

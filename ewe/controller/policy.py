@@ -87,7 +87,8 @@ def exhausted(configured: str, repeats: bool, kept_repeats_answer: bool = False,
     """The on_retries_exhausted policy that applies: after a repeat nothing new replaced, or when
     the attempt a keep policy would keep repeats the answer, the answer stops there; so it does
     instead of a drop once the rewrite budget is spent (going on would decode more text to check,
-    and each failure cut would cost more than the budget allowed)."""
+    and each failure cut would cost more than the budget allowed). The caller says the budget is
+    spent only where the answer has a sentence before the failed one: an empty answer goes on."""
     if repeats or (configured.startswith("keep") and kept_repeats_answer):
         return "stop"
     if budget_spent and configured == "drop":

@@ -479,6 +479,8 @@ def generic_subject(sentence: str, subject: Optional[Subject]) -> Optional[str]:
         return None  # a pronoun or a possessive: someone's ("Klimt's father", "His work")
     if det is None and nouns[0] in WORD_RE.findall(subject.name):
         return None  # the subject's own name opening the sentence ("Malevich was a Russian painter")
+    if named_after(det, nouns, sentence, subject):
+        return head
     if any(w[:1].isupper() for w in nouns[1 if det is None else 0:]) or any(c.isdigit() for c in head):
         return None  # a name ("The Parthenon", "Gustave Eiffel"), not a common noun
     if det == "the" and not subject.person:
@@ -493,6 +495,27 @@ def generic_subject(sentence: str, subject: Optional[Subject]) -> Optional[str]:
     if homonym or (det != "the" and _DEFINES.match(rest)):
         return head
     return None
+
+
+# what "the <name word> ..." names when it is not the person's: a polity, a people or a place
+# ("the Qing dynasty" in Jiang Qing's bio); "the Kennedy administration", "the Curie laboratory",
+# "the Doppler effect" are the person's own, so only these nouns count
+_PLACES = frozenset("dynasty dynasties empire kingdom republic river rivers province county city town village island "
+                    "islands mountain mountains range lake valley region district sea bay desert people tribe "
+                    "language peninsula strait canal".split())
+
+
+def named_after(det: str | None, nouns: Sequence[str], sentence: str, subject: Subject) -> bool:
+    """Whether a bio's sentence is about a polity, people or place that shares a word of the
+    person's name: "The Qing dynasty was preceded by the Ming dynasty" in Jiang Qing's bio ("the",
+    a word of the name, then lower-case nouns, one of them `_PLACES`), unless the sentence names
+    the person in full."""
+    if not subject.person or det != "the" or len(nouns) < 2 or nouns[0] not in WORD_RE.findall(subject.name):
+        return False
+    rest = nouns[1:]
+    if not all(w[:1].islower() for w in rest) or not any(w.lower() in _PLACES for w in rest):
+        return False
+    return not subject.words() <= {singular(w) for w in WORD_RE.findall(sentence)}
 
 
 @functools.lru_cache(maxsize=1024)  # asked again for the trace's "about" and for each candidate
