@@ -51,6 +51,8 @@ WELLS = Subject("H. G. Wells", person=True)
     (Subject("Jiang Qing", True), "The Qing dynasty was preceded by the Ming dynasty.", "The Qing dynasty"),
     (Subject("Jiang Qing", True), "The Qing dynasty, officially the Great Qing, was a Manchu-led dynasty.",
      "The Qing dynasty"),
+    (Subject("Jiang Qing", True), "Qing dynasty, officially the Great Qing, was a Manchu-led dynasty.",
+     "Qing dynasty"),
 ])
 def test_a_common_noun_spoken_of_in_general_is_another_subject(subject, sentence, about):
     assert generic_subject(sentence, subject) == about

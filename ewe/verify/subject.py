@@ -477,10 +477,10 @@ def generic_subject(sentence: str, subject: Optional[Subject]) -> Optional[str]:
     nouns = words[1:] if det else words
     if not nouns or any(w.lower() in _NOT_GENERIC for w in nouns) or re.search(r"['’]s?$", nouns[0]):
         return None  # a pronoun or a possessive: someone's ("Klimt's father", "His work")
-    if det is None and nouns[0] in WORD_RE.findall(subject.name):
-        return None  # the subject's own name opening the sentence ("Malevich was a Russian painter")
     if named_after(det, nouns, sentence, subject):
         return head
+    if det is None and nouns[0] in WORD_RE.findall(subject.name):
+        return None  # the subject's own name opening the sentence ("Malevich was a Russian painter")
     if any(w[:1].isupper() for w in nouns[1 if det is None else 0:]) or any(c.isdigit() for c in head):
         return None  # a name ("The Parthenon", "Gustave Eiffel"), not a common noun
     if det == "the" and not subject.person:
@@ -507,10 +507,11 @@ _PLACES = frozenset("dynasty dynasties empire kingdom republic river rivers prov
 
 def named_after(det: str | None, nouns: Sequence[str], sentence: str, subject: Subject) -> bool:
     """Whether a bio's sentence is about a polity, people or place that shares a word of the
-    person's name: "The Qing dynasty was preceded by the Ming dynasty" in Jiang Qing's bio ("the",
-    a word of the name, then lower-case nouns, one of them `_PLACES`), unless the sentence names
-    the person in full."""
-    if not subject.person or det != "the" or len(nouns) < 2 or nouns[0] not in WORD_RE.findall(subject.name):
+    person's name: "The Qing dynasty was preceded by the Ming dynasty", "Qing dynasty, officially
+    the Great Qing, ..." in Jiang Qing's bio (a word of the name, then lower-case nouns, one of
+    them `_PLACES`), unless the sentence names the person in full."""
+    if not subject.person or det not in (None, "the") or len(nouns) < 2 \
+            or nouns[0] not in WORD_RE.findall(subject.name):
         return False
     rest = nouns[1:]
     if not all(w[:1].islower() for w in rest) or not any(w.lower() in _PLACES for w in rest):
