@@ -36,6 +36,7 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("In the context of the article, the family is referred to as Turdidae.", META),
     ("This is a detailed description of the string instrument classification.", META),
     ("(This is a summary of the French Wars of Religion.)", META),
+    ("This is a bio of Black Sabbath, written by the band's founding members.", META),
     ("L'Étoile de la Réduction, avec Jean Nicolas Arthur Rimbaud, est un artiste de la réduction.", GARBLED),
     ("Lomonosov, Mikhail Mikhailovich, Russian poet, poet, poet, poet.", GARBLED),
     ("He was born on 189december 1828 in Skien.", GARBLED),

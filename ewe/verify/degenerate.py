@@ -108,7 +108,7 @@ _ADDRESS = re.compile(
     r"|\bin\s+the\s+context\s+of\s+(?:this|the)\s+(?:article|passage|paragraph|text)\b"
     rf"|\bthe\s+(?:article|paragraph|section|passage)\s+(?:also\s+|further\s+)?(?:{_PRESENTS})\b"
     # the answer calling itself a kind of text: "This is a detailed description of the String instrument"
-    r"|^\W*this\s+is\s+(?:an?|the)\s+[^.!?]{0,40}?\b(?:description|overview|introduction|summary|paragraph|answer)\b"
+    r"|^\W*this\s+is\s+(?:an?|the)\s+[^.!?]{0,40}?\b(?:description|overview|introduction|summary|paragraph|answer|bio|biography|response|essay)\b"
     rf"|\bthe\s+(?:description|explanation|writing|wording)\s+(?:is|was|seems|reads)\s+(?:\w+\s+){{0,2}}(?:{_PRAISE})\b"
     # praise of the text: "The mention of X is a nice touch", "adds a layer of depth to the mention of"
     r"|\b(?:nice|great|good|lovely|thoughtful|personal|cultural)\s+touch\b|\bthe\s+mention\s+of\b.*\badds\b"
