@@ -22,9 +22,9 @@ class Units:
         return len(self.texts)
 
 
-def refresh(subject):
+def refresh(subject, person=False):
     runtime = SimpleNamespace(new_memory=Units, config=SimpleNamespace(memory=SimpleNamespace(unit_text="passage")))
-    return MemoryRefresh(runtime, Trace(), {"encode": 0.0, "retrieve": 0.0}, subject)
+    return MemoryRefresh(runtime, Trace(), {"encode": 0.0, "retrieve": 0.0}, subject, person=person)
 
 
 OWN = {"form": "refuting", "title": "Spirited Away", "text": "Spirited Away is a 2001 film by Hayao Miyazaki."}
@@ -46,3 +46,26 @@ def test_a_prompt_without_a_subject_keeps_every_passage():
     assert r.units.texts == [OWN["text"], OTHER["text"]]
     hits = [SimpleNamespace(title=f["title"], text=f["text"]) for f in (OWN, OTHER)]
     assert refresh("Spirited Away").about_subject(hits) == (hits[:1], ["Tokyo Story"])
+
+
+def hit(title, text):
+    return SimpleNamespace(title=title, text=f"{title}: {text}")
+
+
+def test_a_persons_namesakes_stay_out_but_passages_about_them_come_in():
+    """Read in the default's bio answers: Maya Angelou's answer from the Maya civilization's
+    passage, Sviatoslav Richter's from Sviatoslav I's, Jiang Qing's from the Qing dynasty's."""
+    cases = [("Maya Angelou", hit("Maya civilization", "The Maya civilization was a Mesoamerican civilization."),
+              False),
+             ("Sviatoslav Richter", hit("Sviatoslav I", "Sviatoslav I Igorevich was Grand Prince of Kiev."), False),
+             ("Jiang Qing", hit("Qing dynasty", "The Qing dynasty was a Manchu-led imperial dynasty."), False),
+             ("Horace Greeley", hit("Horace", "Horace was the leading Roman lyric poet."), False),
+             ("Augustus II the Strong", hit("Augustus", "Augustus was the first Roman emperor."), False),
+             ("Maya Angelou", hit("Maya Angelou", "Maya Angelou was an American memoirist and poet."), True),
+             ("Marie Curie", hit("Curie", "Curie was a Polish and naturalised-French physicist."), True),
+             ("Henry V of England", hit("Henry V", "Henry V was King of England from 1413."), True),
+             ("Napoleon Bonaparte", hit("Napoleon", "Napoleon Bonaparte was a French military leader."), True)]
+    for person, passage, kept in cases:
+        assert refresh(person, person=True).speaks_about(passage.title, passage.text) == kept, (person, passage.title)
+    # a thing's answer is told by the plain rule: the Eiffel Tower's passages all name it
+    assert refresh("Maya Angelou").speaks_about("Maya civilization", "Maya civilization: The Maya ...")

@@ -77,7 +77,8 @@ class ControlledRun(Hook):
         # (None: any), which sentences are about something else (why_no_answer)
         self.subject = subject_of(prompt)
         subject_name = self.subject.name if self.subject else None
-        self.refresh = MemoryRefresh(runtime, self.trace, self.seconds, subject_name)
+        self.refresh = MemoryRefresh(runtime, self.trace, self.seconds, subject_name,
+                                     person=bool(self.subject and self.subject.person))
         self.memory = self.refresh.units
         # which claims the answer already holds (the shipped judge, loaded on first use)
         self.repeat_guard = RepeatGuard(Redundancy(shipped_judge), getattr(fact_checker, "extractor", None), prompt,

@@ -12,7 +12,7 @@ import time
 import warnings
 
 from ..retrieval.in_prompt import UNIT_TEXTS
-from ..verify.subject import names_subject, passage_subject, same_subject
+from ..verify.subject import names_subject, passage_subject, same_person, same_subject
 from ..verify.types import Evidence
 
 
@@ -21,8 +21,9 @@ class MemoryRefresh:
     run's time breakdown ("retrieve", "encode" are added here); `session` the decoding session that
     reads the memory (None before decoding starts)."""
 
-    def __init__(self, runtime, trace, seconds: dict, subject: str | None):
+    def __init__(self, runtime, trace, seconds: dict, subject: str | None, person: bool = False):
         self.runtime, self.trace, self.seconds, self.subject = runtime, trace, seconds, subject
+        self.same = same_person if person else same_subject  # a person's namesakes told apart (verify/subject.py)
         self.units = runtime.new_memory()
         self.version = 0
         self.session = None
@@ -104,4 +105,4 @@ class MemoryRefresh:
         if self.subject is None:
             return True
         about = passage_subject(Evidence(text=text, title=title))
-        return about is None or same_subject(self.subject, about) or names_subject(text, self.subject, about)
+        return about is None or self.same(self.subject, about) or names_subject(text, self.subject, about)

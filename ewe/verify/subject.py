@@ -65,6 +65,30 @@ def same_subject(a: str, b: str) -> bool:
     return bool(ka) and bool(kb) and (_covers(ka, kb) or _covers(kb, ka))
 
 
+_ROMAN = re.compile(r"[IVXL]+")
+
+
+def same_person(person: str, about: str) -> bool:
+    """`same_subject` for whom a person prompt's retrieved passages are about, stricter where the
+    names share only a word: a title with a lower-case word names a thing ("Maya civilization" for
+    Maya Angelou, "Qing dynasty" for Jiang Qing), regnal numerals must agree ("Sviatoslav I" for
+    Sviatoslav Richter, "Augustus" for Augustus II the Strong), and a one-word name must be the
+    person's last ("Curie" for Marie Curie, not "Horace" the Roman poet for Horace Greeley)."""
+    if not same_subject(person, about):
+        return False
+    words = WORD_RE.findall(about)
+    if any(w[:1].islower() and w.lower() not in NAME_PARTICLES for w in words):
+        return False
+    core = re.split(r",|\s+of\s+", person)[0]  # "Henry V of England", "Christina, Queen of Sweden"
+    numerals = {w for w in words if _ROMAN.fullmatch(w)}
+    if numerals != {w for w in WORD_RE.findall(core) if _ROMAN.fullmatch(w)}:
+        return False
+    mine = [fold(w) for w in WORD_RE.findall(core) if w[:1].isupper() and w.lower() not in NOT_NAMES
+            and fold(w) not in HONORIFICS]
+    theirs = name_keys(about) - HONORIFICS
+    return not (len(theirs) == 1 and len(mine) > 1 and not numerals and theirs != {mine[-1]})
+
+
 def _covers(small: set[str], big: set[str]) -> bool:
     return all(k in big or (len(k) == 1 and any(w.startswith(k) for w in big)) for k in small)
 
