@@ -64,7 +64,9 @@ def test_a_persons_namesakes_stay_out_but_passages_about_them_come_in():
              ("Maya Angelou", hit("Maya Angelou", "Maya Angelou was an American memoirist and poet."), True),
              ("Marie Curie", hit("Curie", "Curie was a Polish and naturalised-French physicist."), True),
              ("Henry V of England", hit("Henry V", "Henry V was King of England from 1413."), True),
-             ("Napoleon Bonaparte", hit("Napoleon", "Napoleon Bonaparte was a French military leader."), True)]
+             ("Napoleon Bonaparte", hit("Napoleon", "Napoleon Bonaparte was a French military leader."), True),
+             ("Gracchi brothers", hit("Gracchi brothers", "The Gracchi brothers were two Roman tribunes."), True),
+             ("Izumo no Okuni", hit("Izumo no Okuni", "Izumo no Okuni was a Japanese entertainer."), True)]
     for person, passage, kept in cases:
         assert refresh(person, person=True).speaks_about(passage.title, passage.text) == kept, (person, passage.title)
     # a thing's answer is told by the plain rule: the Eiffel Tower's passages all name it

@@ -76,9 +76,9 @@ def same_person(person: str, about: str) -> bool:
     person's last ("Curie" for Marie Curie, not "Horace" the Roman poet for Horace Greeley)."""
     if not same_subject(person, about):
         return False
-    words = WORD_RE.findall(about)
-    if any(w[:1].islower() and w.lower() not in NAME_PARTICLES for w in words):
-        return False
+    words, own = WORD_RE.findall(about), {w.lower() for w in WORD_RE.findall(person)}
+    if any(w[:1].islower() and w.lower() not in NAME_PARTICLES | own for w in words):
+        return False  # ("Gracchi brothers", "Izumo no Okuni" are the prompt's own words)
     core = re.split(r",|\s+of\s+", person)[0]  # "Henry V of England", "Christina, Queen of Sweden"
     numerals = {w for w in words if _ROMAN.fullmatch(w)}
     if numerals != {w for w in WORD_RE.findall(core) if _ROMAN.fullmatch(w)}:
