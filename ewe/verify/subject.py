@@ -66,6 +66,8 @@ def same_subject(a: str, b: str) -> bool:
 
 
 _ROMAN = re.compile(r"[IVXL]+")
+# lower-case words a person's own title may hold: "Gracchi brothers", "Izumo no Okuni"
+_KIN = frozenset("brothers sisters family twins siblings no".split())
 
 
 def same_person(person: str, about: str) -> bool:
@@ -76,9 +78,9 @@ def same_person(person: str, about: str) -> bool:
     person's last ("Curie" for Marie Curie, not "Horace" the Roman poet for Horace Greeley)."""
     if not same_subject(person, about):
         return False
-    words, own = WORD_RE.findall(about), {w.lower() for w in WORD_RE.findall(person)}
+    words, own = WORD_RE.findall(about), {w.lower() for w in WORD_RE.findall(person)} | _KIN
     if any(w[:1].islower() and w.lower() not in NAME_PARTICLES | own for w in words):
-        return False  # ("Gracchi brothers", "Izumo no Okuni" are the prompt's own words)
+        return False
     core = re.split(r",|\s+of\s+", person)[0]  # "Henry V of England", "Christina, Queen of Sweden"
     numerals = {w for w in words if _ROMAN.fullmatch(w)}
     if numerals != {w for w in WORD_RE.findall(core) if _ROMAN.fullmatch(w)}:
