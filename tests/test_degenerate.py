@@ -24,6 +24,8 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("Here is a bio of Black Sabbath:", META),
     ("Here are some specific details and examples of Luís de Camões's life and work:", META),
     ("I hope this helps you understand his life.", META),
+    ("Hi, welcome to our chat about Parkinson's disease.", META),  # read in the default's objects answers
+    ("Hello! Ibsen was a Norwegian playwright.", META),
     ("The first mention of Maya Angelou in the article is in the introduction to the book.", META),
     # the text rated or described instead of the subject (read in the default's objects answers)
     ("A highly detailed and informative answer.", META),
@@ -90,6 +92,8 @@ def test_what_is_no_answer(sentence, why):
     "It was ruled by the House of Habsburg, then the House of Bourbon, and again by the House of Habsburg.",
     "Henry VIII was King of England and Lord of Ireland from 1509, and King of England and Ireland from 1542.",
     "He died in 1934.",  # short, but a sentence
+    "Hieronymus Bosch painted The Garden of Earthly Delights.",  # "Hi" only as a word of its own
+    "The Hello Kitty brand was created in 1974.",
     "Curie won.",
 ])
 def test_what_is_an_answer(sentence):

@@ -99,6 +99,8 @@ _ADDRESS = re.compile(
     # "I" only as written, capitalized: a lower-case i is the imaginary unit ("cos x + i sin x")
     r"\b(?:you|your|yours|yourself|(?-i:I)|(?-i:I)['’](?:m|ll|ve|d)|me|my|myself)\b"
     r"|\b(?:here\s+(?:is|are)|here's|here’s|let\s+me|let's|let’s|as\s+an\s+ai)\b"
+    # a greeting, as to someone in a chat: "Hi, welcome to our chat about Parkinson's disease."
+    r"|^\W*(?:hi|hello|hey|greetings)\b|\bwelcome\s+to\s+(?:our|this|my|the)\s+(?:chat|conversation|discussion)\b"
     rf"|\b(?:this|your|my|above|following)\s+(?:{_TEXT_NOUNS})\b"
     # "the text" as the sentence's theme ("The bio above ..."), not the text of something else ("The
     # text of the treaty was signed") nor a compound ("summary judgment")
