@@ -8,6 +8,15 @@ from ewe.verify.prompt_subject import Subject, subject_of
 from ewe.verify.subject import generic_subject, off_subject_of
 
 
+def test_a_name_that_opens_with_a_capital_outside_ascii_is_a_subject():
+    """"Émile Durkheim", "Ānanda": an [A-Z] test had left these bios with no subject, so nothing
+    kept the Buddha's passages out of Ānanda's answer."""
+    assert subject_of("Tell me a bio of Ānanda.") == Subject("Ānanda", True)
+    assert subject_of("Tell me a bio of Émile Durkheim. Provide details.") == Subject("Émile Durkheim", True)
+    assert subject_of("Who was Øystein Ore?") == Subject("Øystein Ore", True)
+    assert subject_of("What can you tell me about Ōsaka Castle?") == Subject("Ōsaka Castle", False)
+
+
 @pytest.mark.parametrize("prompt, subject", [
     ("Tell me a bio of Marie Curie.", Subject("Marie Curie", person=True)),
     ("Who was Ada Lovelace?", Subject("Ada Lovelace", person=True)),

@@ -43,8 +43,14 @@ PARTICIPLES = set(
     recognized recognised listed classified described named granted given taken""".split()
 )
 PRONOUNS = {"he", "she", "it", "they"}
-_PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+(?=[A-Z])")
-_ASKS_ABOUT_PERSON = re.compile(r"\b(?i:(?:bio(?:graphy)?|life)\s+of|who (?:is|was))\s+(?=[A-Z])")
+_PROMPT_PERSON = re.compile(r"\b(?i:bio(?:graphy)?|life|about|of|who (?:is|was))\s+(?=[^\W\d_])")
+_ASKS_ABOUT_PERSON = re.compile(r"\b(?i:(?:bio(?:graphy)?|life)\s+of|who (?:is|was))\s+(?=[^\W\d_])")
+
+
+def _before_capital(cue: re.Pattern, prompt: str) -> Optional[re.Match]:
+    """The first match of `cue` followed by a capital letter of any script ("Émile Durkheim",
+    "Ānanda": an [A-Z] lookahead had left them without a subject)."""
+    return next((m for m in cue.finditer(prompt) if prompt[m.end()].isupper()), None)
 _PROMPT_TOPIC = re.compile(r"\b(?i:about)\s+(?:(?:the|an?)\s+)?([^?.!:;\n]{1,80}?)\s*(?:\([^)]*\)\s*)?(?:[?.!:;\n]|$)")
 _INITIAL = re.compile(r"[A-Z]\.$")
 
@@ -56,7 +62,7 @@ def prompt_person(prompt: Optional[str]) -> Optional[str]:
     as "da" inside it) that ends at the first sentence or clause punctuation, so an
     instruction after the question ("... Curie. Provide details") is not part of it.
     """
-    m = _PROMPT_PERSON.search(prompt or "")
+    m = _before_capital(_PROMPT_PERSON, prompt or "")
     if not m:
         return None
     words, out = prompt[m.end():].split(), []
@@ -86,7 +92,7 @@ _NOT_TOPICS = {"it", "this", "that", "them", "him", "her", "these", "those", "yo
 def asks_about_person(prompt: Optional[str]) -> bool:
     """Whether the prompt's form says its subject is a person ("a bio of", "the life of", "who
     was"): "What can you tell me about Tonga?" does not, so "it" may stand for Tonga."""
-    return bool(_ASKS_ABOUT_PERSON.search(prompt or ""))
+    return _before_capital(_ASKS_ABOUT_PERSON, prompt or "") is not None
 
 
 def prompt_topic(prompt: Optional[str]) -> Optional[str]:
