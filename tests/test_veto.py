@@ -52,10 +52,45 @@ def veto():
     ("The river is 40 miles long.", "The river is 40 km long and flows into the sea.", True),
     ("The city was founded in 753 AD.", "The city was founded in 753 BC according to legend.", True),
     ("The city was founded in 753 BC.", "The city was founded in 753 BC according to legend.", False),
+    # the same amount written another way is no contradiction
+    ("Burmese is spoken by 42,900,000 people.", "Burmese is spoken by 42.9 million people worldwide.", False),
+    ("The river is 40 kilometres long.", "The river is 40 km long and flows into the sea.", False),
+    ("The tower weighs 10,100 tons.", "It is 330 metres tall and weighs 10,100 tonnes.", False),
+    # a unit with another word before it, and a sentence aligned below support_sim by its digits
+    ("The lake holds 23,600 cubic miles of water.", "The lake holds 23,600 cubic kilometres of water.", True),
+    ("The Eiffel Tower is 330 feet tall.", "The Eiffel Tower is a lattice tower in Paris. It is 330 metres tall "
+     "and weighs 10,100 tonnes.", True),
 ])
 def test_a_number_with_another_scale_word_unit_or_era_is_vetoed(veto, claim, evidence, vetoed):
     [v] = veto.check_claims([Claim(claim, claim, 0, len(claim))], [[Evidence(evidence, "", 0.9)]])
     assert (v.label != SUPPORTED) == vetoed, v.rationale
+
+
+@pytest.mark.slow
+def test_another_number_beside_the_claims_own_is_no_contradiction(veto):
+    """"330 metres" in the sentence that states the claim's "10,100 tonnes" does not veto it, even
+    when the span is not clean for another reason (here the claim's names, absent from a plain
+    passage's "It ...")."""
+    claim = "The Eiffel Tower weighs 10,100 tonnes."
+    ev = Evidence("The tower was built in Paris. It is 330 metres tall and weighs 10,100 tonnes.", "", 0.9)
+    assert veto.contradiction(Claim(claim, claim, 0, len(claim)), [ev]) is None
+
+
+GAY_LUSSAC = Evidence("Joseph Louis Gay-Lussac (1778–1850) was a French chemist and physicist. He is known for "
+                      "two laws related to gases and for his work on alcohol-water mixtures.", "", 0.9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim, evidence, vetoed", [
+    ("Joseph Louis Gay-Lussac was born in 1778 in Paris.", GAY_LUSSAC, True),  # Paris: named by no passage
+    ("Joseph Louis Gay-Lussac was born in 1778 in Paris.",
+     Evidence(GAY_LUSSAC.text + " He was born in 1778 and taught in Paris.", "", 0.9), False),
+    ("Born in 1778, Joseph Louis Gay-Lussac was a French chemist.", GAY_LUSSAC, False),  # a first word is no name
+    ("Joseph Louis Gay-Lussac was a French chemist in Paris.", GAY_LUSSAC, False),  # no number: names never veto
+])
+def test_a_fact_with_a_number_given_a_name_no_passage_gives_is_vetoed(veto, claim, evidence, vetoed):
+    why = veto.contradiction(Claim(claim, claim, 0, len(claim)), [evidence])
+    assert (why is not None and why.startswith("unattested")) == vetoed, why
 
 
 def test_check_and_critique_veto_by_default_unless_a_config_or_an_option_says_otherwise(monkeypatch):

@@ -3,7 +3,8 @@ then require that span to carry what the claim asserts.
 
 What it is: a MiniLM similarity between the claim and evidence sentences (or runs of
 `window` adjacent ones; 1 by default), plus hard consistency checks on the aligned
-span: every number of the claim must appear in it (with the same unit word, if any),
+span: every number of the claim must appear in it as the same amount (scale words, units and
+eras read by `quantities`: "7 million" is "7,000,000", "62 miles" is "100 km"),
 every capitalized name of the claim must appear in it or in the passage title (names
 in the claim's subject may be anywhere in the passage when the span's subject is a
 pronoun: "She won ..."), and the claim and the clause of the span that it matches must
@@ -25,7 +26,8 @@ import numpy as np
 
 from .embedding import Encoder, default_encoder
 from .claims import find_subject
-from .text import content_keys, fold, is_negated, name_words, numbers, split_sentences, word_keys
+from .quantities import quantities
+from .text import content_keys, fold, is_negated, name_words, split_sentences, word_keys
 from .types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED, Claim, Evidence, Verdict
 
 
@@ -36,6 +38,9 @@ class AlignmentConfig:
     window: int = 1  # spans are runs of 1..window adjacent sentences of one passage
     max_missing_names: int = 0  # claim names allowed to be absent from span + title
     max_spans_per_passage: int = 24
+    # a span giving the claim's digits another scale word or unit is aligned with it from this
+    # cosine ("330 feet tall" against "It is 330 metres tall and weighs 10,100 tonnes": 0.48)
+    unit_conflict_sim: float = 0.40
 
 
 @dataclass
@@ -51,6 +56,7 @@ class Span:
     missing_names: list[str] = field(default_factory=list)
     negation_mismatch: bool = False
     conflicting_units: list[str] = field(default_factory=list)  # "3.69 million" against "3.69 billion", km against mi
+    written_conflict: bool = False  # a conflicting_units entry whose scale or unit both sides write (not an era)
 
     def clean(self, cfg: AlignmentConfig) -> bool:
         return not self.missing_numbers and len(self.missing_names) <= cfg.max_missing_names and not self.negation_mismatch
@@ -61,11 +67,6 @@ def claim_names(text: str) -> set[str]:
 
 
 ANAPHORS = {"he", "she", "it", "they", "his", "her", "its", "their", "this", "these", "the"}
-UNITS = set(
-    """m km cm mm ft feet foot mi mile miles metre metres meter meters kg g lb lbs tonne tonnes ton
-    tons % percent per million billion thousand trillion years year days months hours minutes
-    seconds people inhabitants species km2 sq bc bce ad ce""".split()
-)
 _CLAUSE_BREAK = re.compile(r"[,;:()]|\s(?:but|while|whereas|although|though)\s")
 
 
@@ -84,16 +85,6 @@ def anaphoric_subject(text: str) -> bool:
     subj = text[span[0]:span[1]]
     first = subj.split()[0].lower() if subj.split() else ""
     return first in ANAPHORS and not name_words(subj)
-
-
-def number_units(text: str) -> dict[str, set[str]]:
-    """number key -> the unit words written right after it ("5,200 ft" -> {"ft"})."""
-    out: dict[str, set[str]] = {}
-    for n in numbers(text):
-        m = re.match(r"\s*(%|[A-Za-z]+\d?)", text[n.end:])
-        unit = m.group(1).lower() if m else ""
-        out.setdefault(n.key, set()).add(unit if unit in UNITS else "")
-    return out
 
 
 def negated_near(span: str, claim_keys: set[str]) -> bool:
@@ -147,12 +138,10 @@ class AlignmentChecker:
         keys = list(sents)
         vecs = self.encoder.encode([claim.text] + [sents[k] for k in keys])
         qv, index = vecs[0], {k: vecs[1 + n] for n, k in enumerate(keys)}
-        c_nums = numbers(claim.text)
-        c_keys = {n.key for n in c_nums}
-        c_kinds = {n.kind for n in c_nums}
+        c_qs = quantities(claim.text)
+        c_kinds = {q.kind for q in c_qs}
         c_names = claim_names(claim.text)
         c_subject = subject_names(claim.text)
-        c_units = {k: u for k, u in number_units(claim.text).items() if u - {""}}
         c_neg = is_negated(claim.text)
         c_content = content_keys(claim.text)
         passage_keys = {j: word_keys(ev.text + " " + ev.title) for j, ev in enumerate(evidence)}
@@ -161,26 +150,23 @@ class AlignmentChecker:
             v = np.sum([index[(j, i + d)] for d in range(w)], axis=0)
             sim = float(v @ qv / max(1e-9, float(np.linalg.norm(v))))
             title = evidence[j].title
-            s_nums = numbers(text + " " + title)
-            s_keys = {n.key for n in s_nums}
-            missing_nums = c_keys - s_keys
-            unit_conflicts: set[str] = set()
-            s_units: dict[str, set[str]] = {}
-            if c_units:  # "5,200 m" is not supported by "5,200 ft"
-                s_units = number_units(text)
-                unit_conflicts = {k for k, u in c_units.items() if k in s_units and not (u & s_units[k])
-                                  and s_units[k] - {""}}  # the span's own unit, not only none
-                missing_nums |= {k for k, u in c_units.items() if k in s_units and not (u & s_units[k])}
+            s_qs = quantities(text) + quantities(title)
+            # amounts compared with their scale words, units and eras ("7 million" is "7,000,000")
+            missing_qs = [c for c in c_qs if not any(c.same_amount(q) for q in s_qs)]
+            conflicts = [(c, q, c.conflicts_with(q)) for c in missing_qs for q in s_qs]
+            conflicts = [(c, q, kind) for c, q, kind in conflicts if kind]
             missing = c_names - word_keys(text + " " + title)
             if missing and missing <= c_subject and anaphoric_subject(text):
                 missing -= passage_keys[j]  # "Curie won ..." aligned with "She won ..."
             out.append(Span(
                 passage=j, text=text, sim=sim, width=w,
-                missing_numbers=sorted(missing_nums),
-                conflicting_numbers=sorted({n.key for n in s_nums if n.kind in c_kinds} - c_keys),
+                missing_numbers=[c.label for c in missing_qs],
+                conflicting_numbers=sorted({q.label for q in s_qs if q.kind in c_kinds
+                                            and not any(c.same_amount(q) for c in c_qs)}),
                 missing_names=sorted(missing),
                 negation_mismatch=c_neg != negated_near(text, c_content),
-                conflicting_units=sorted(f"{k} {'/'.join(sorted(s_units[k] - {''}))}" for k in unit_conflicts),
+                conflicting_units=sorted({f"{q.label}, not {c.label}" for c, q, _ in conflicts}),
+                written_conflict=any(kind != "era" for _, _, kind in conflicts),
             ))
         return out
 

@@ -4,9 +4,14 @@ The trained judge reads "awarded the Nobel Prize in 1903" as support for a passa
 when the rest of a long sentence matches; the alignment checker's rules see the year. Here a
 verdict other than unsupported becomes unsupported when the passage sentence that the claim
 aligns with (cosine >= the alignment's support_sim, no aligned sentence passing every check)
-states a number of the same kind the claim lacks, gives the claim's number another scale word or
-unit ("3.69 billion" for "3.69 million", miles for km, BC for AD), or says the opposite by
-negation. Missing names alone never veto: a paraphrase names things its own way.
+states a number of the same kind in place of one the claim has, gives the claim's number another
+scale word, unit or era ("3.69 billion" for "3.69 million", miles for km, BC for AD; amounts are
+compared as `quantities` reads them, so "7,000,000" is "7 million" and "62 miles" is "100 km"),
+or says the opposite by negation. A sentence giving the claim's digits another scale word or
+unit is aligned with it from a lower cosine (`unit_conflict_sim`). A name missing from the aligned
+sentence vetoes only a fact with a number whose name no passage gives at all (`unattested`: "born
+in 1778 in Paris" where the passage states 1778 and never names Paris; a paraphrase names things
+its own way, but an invented birthplace is the small generator's commonest false date line).
 
 A number paired with the wrong event vetoes too (`mispaired`): "In 1903, she won the Nobel Prize
 in Chemistry" against a passage that gives 1903 to the Nobel Prize in Physics and Chemistry to
@@ -21,7 +26,8 @@ from dataclasses import replace
 from typing import Sequence
 
 from .alignment import AlignmentChecker, claim_names, subject_names
-from .text import fold, name_words, numbers, split_sentences
+from .quantities import quantities
+from .text import fold, name_words, numbers, split_sentences, word_keys
 from .types import UNSUPPORTED, Claim, Evidence, Verdict
 
 _CLAUSE = re.compile(r"[;()]|,\s|\s(?:and|but|while|whereas|whilst)\s")
@@ -66,20 +72,47 @@ class ContradictionVeto:
     def contradiction(self, claim: Claim, evidence: Sequence[Evidence]) -> str | None:
         """Why the best-aligned evidence sentence contradicts the claim, or None."""
         cfg = self.aligner.config
-        close = [s for s in self.aligner.spans(claim, evidence) if s.sim >= cfg.support_sim]
-        if not close or any(s.clean(cfg) for s in close):
+        spans = self.aligner.spans(claim, evidence)
+        close = [s for s in spans if s.sim >= cfg.support_sim]
+        if any(s.clean(cfg) for s in close):
             return None
-        hard = [s for s in close if s.conflicting_numbers or s.conflicting_units or s.negation_mismatch]
+        # a number of the claim's kind it lacks (an extra number beside the claim's own is none),
+        # another scale word, unit or era, or negation; the claim's digits with another scale word
+        # or unit tie a span to it from a lower cosine
+        hard = [s for s in close if (s.conflicting_numbers and s.missing_numbers) or s.conflicting_units
+                or s.negation_mismatch]
+        hard += [s for s in spans if s.written_conflict and cfg.unit_conflict_sim <= s.sim < cfg.support_sim]
         if not hard:
-            return None
+            return self.unattested(claim, evidence, close)
         best = max(hard, key=lambda s: s.sim)
-        if best.conflicting_numbers:
-            why = f"evidence has {', '.join(best.conflicting_numbers)} where the claim has {', '.join(best.missing_numbers)}"
-        elif best.conflicting_units:
+        if best.conflicting_units:
             why = f"evidence has {', '.join(best.conflicting_units)}"
+        elif best.conflicting_numbers and best.missing_numbers:
+            why = f"evidence has {', '.join(best.conflicting_numbers)} where the claim has {', '.join(best.missing_numbers)}"
         else:
             why = "negation differs from evidence"
         return f"contradicted: {why} (cos {best.sim:.2f}): {best.text[:160]}"
+
+    @staticmethod
+    def unattested(claim: Claim, evidence: Sequence[Evidence], close: Sequence) -> str | None:
+        """Why a dated or counted fact is given a name no passage gives ("born in 1778 in Paris"
+        against a sentence stating 1778 in a passage that never names Paris), or None. Names of
+        the claim's subject are the binding's to judge, and a capitalized first word is as often
+        no name ("Born in 1819, ...")."""
+        if not quantities(claim.text):
+            return None
+        given = set().union(*(word_keys(e.text + " " + e.title) for e in evidence))
+        first = claim.text.split()[0] if claim.text.split() else ""
+        subject = subject_names(claim.text) | word_keys(first)
+        for span in sorted(close, key=lambda s: -s.sim):
+            if span.missing_numbers:
+                continue
+            absent = {n for n in span.missing_names if n not in given and n not in subject}
+            if absent:
+                words = sorted({w for w in name_words(claim.text) if fold(w) in absent})
+                return (f"unattested: the evidence states its numbers but never names {', '.join(words)} "
+                        f"(cos {span.sim:.2f}): {span.text[:160]}")
+        return None
 
     def check_claims(self, claims: Sequence[Claim], evidence_per_claim: Sequence[Sequence[Evidence]]) -> list[Verdict]:
         verdicts = list(self.base.check_claims(claims, evidence_per_claim))
