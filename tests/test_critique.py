@@ -167,8 +167,9 @@ def test_the_cli_critiques_resumes_and_names_bad_input(tmp_path, capsys):
 
 def test_a_hard_contradiction_overrules_the_judge_and_nothing_else_does():
     """checker.veto contradiction (ewe/verify/veto.py): another year of the same kind, or the opposite
-    by negation, in the sentence the claim aligns with turns any verdict into unsupported; a
-    missing name or an unrelated passage does not."""
+    by negation, in the sentence the claim aligns with turns any verdict into unsupported, and so
+    does a dated fact naming someone no passage names (unattested); a missing name in a claim
+    without a number or an unrelated passage does not."""
     from ewe.verify.alignment import AlignmentChecker
     from ewe.verify.types import Claim, Evidence
     from ewe.verify.veto import ContradictionVeto
@@ -185,8 +186,10 @@ def test_a_hard_contradiction_overrules_the_judge_and_nothing_else_does():
               "Hans Krebs was awarded the Nobel Prize in Physiology or Medicine in 1953.",
               "Hans Krebs was not awarded the Nobel Prize in Physiology or Medicine in 1953.",
               "Hans Krebs was awarded the Nobel Prize in Physiology or Medicine with Fritz Lipmann in 1953.",
+              "Hans Krebs was awarded the Nobel Prize in Physiology or Medicine with Fritz Lipmann.",
               "The Eiffel Tower is in Paris."]
     got = veto.check_claims([Claim(c, c) for c in claims], [ev] * len(claims))
-    assert [v.label for v in got] == [UNSUPPORTED, SUPPORTED, UNSUPPORTED, SUPPORTED, SUPPORTED]
+    assert [v.label for v in got] == [UNSUPPORTED, SUPPORTED, UNSUPPORTED, UNSUPPORTED, SUPPORTED, SUPPORTED]
+    assert got[3].rationale.startswith("unattested: the evidence states its numbers but never names Fritz, Lipmann")
     assert got[0].rationale.startswith("contradicted: evidence has 1953 where the claim has 1903")
     assert got[0].backend == veto.name == "yes+veto" and got[0].score <= 0.49 and "looks right" in got[0].rationale
