@@ -291,47 +291,35 @@ ROWS_AT_ONCE = 8  # `ewe run` with controller.batch_rows and no controller.max_r
 
 
 def _joined_generations(ewe, todo: list[dict], default_passages):
-    """`_generations` with continuous batching (EWE's controller with controller.batch_rows): up to
-    controller.max_rows prompts (ROWS_AT_ONCE when unset) decode as the rows of one batch, the next
-    joining as soon as a row ends; each result is yielded as its row ends (a worker thread decodes,
-    this one writes). An InputError is that prompt's; any other error stops the run."""
-    import queue
-    import threading
+    """`_generations` with continuous batching (EWE's controller with controller.batch_rows): every
+    prompt is a request to one engine (ewe/engine/engine.py), up to controller.max_rows
+    (ROWS_AT_ONCE when unset) decoding as the rows of one batch, the next joining as soon as a row
+    ends; each result is yielded as its row ends. An InputError is that prompt's; any other error
+    stops the run."""
     from collections import deque
 
-    events: queue.SimpleQueue = queue.SimpleQueue()
-    waiting, end = deque(todo), object()
+    from .engine import Engine
 
-    def take(n: int) -> list:
-        out = []
-        while waiting and len(out) < n:
-            row = waiting.popleft()
-            try:
-                prompt, passages, _ = ewe.check_request(row["prompt"], row.get("passages", default_passages))
-            except InputError as e:
-                events.put((row, None, str(e)))
-                continue
-            out.append(Request(
-                prompt, passages, on_done=lambda result, row=row: events.put((row, result.to_dict(), None)),
-                on_error=lambda e, row=row: events.put((row, None, str(e)) if isinstance(e, InputError) else e)))
-        return out
-
-    def work():
+    finished: deque = deque()
+    engine = Engine(method_class(ewe.config.method)(ewe.runtime), ewe.config.controller.max_rows or ROWS_AT_ONCE,
+                    ewe.runtime.decoding())
+    for row in todo:
         try:
-            method_class(ewe.config.method)(ewe.runtime).run_joining(
-                take, ewe.config.controller.max_rows or ROWS_AT_ONCE, ewe.runtime.decoding())
-        except BaseException as e:  # raised to the writer: the run stops, with what it wrote kept
-            events.put(e)
-        finally:
-            events.put(end)
-
-    worker = threading.Thread(target=work, name="ewe-run-rows", daemon=True)
-    worker.start()
-    while (item := events.get()) is not end:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
-    worker.join()
+            prompt, passages, _ = ewe.check_request(row["prompt"], row.get("passages", default_passages))
+        except InputError as e:
+            finished.append((row, None, str(e)))
+            continue
+        engine.add_request(Request(
+            prompt, passages, on_done=lambda result, row=row: finished.append((row, result.to_dict(), None)),
+            on_error=lambda e, row=row: finished.append((row, None, str(e)) if isinstance(e, InputError) else e)))
+    while True:
+        while finished:
+            item = finished.popleft()
+            if isinstance(item, BaseException):
+                raise item  # the run stops, with what it wrote kept
+            yield item
+        if not engine.step() and not finished:
+            return
 
 
 def in_input_order(output: Path, rows: list[dict]) -> bool:

@@ -273,16 +273,10 @@ def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
 
 @pytest.mark.parametrize("controller", [{}, {"rewrite_candidates": 3, "max_retries": 1}])
 def test_controlled_rows_joining_as_rows_free_up_answer_as_one_by_one(controller):
-    from ewe.controller.controlled_run import ControlledRun
-    from ewe.controller.rows import run_rows
-
     prompts = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
                "Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]
     alone = controlled(False, **controller).generate(prompts)
-    ewe = controlled(True, **controller)
-    rt = ewe.runtime
-    checker = rt.fact_checker()
-    together = run_rows([ControlledRun(rt, checker, p, ewe._decoding(), None) for p in prompts], capacity=2)
+    together = controlled(True, max_rows=2, **controller).generate(prompts)  # the engine, two rows at once
     for a, b in zip(alone, together):
         assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
         assert [(e["type"], e["step"]) for e in b.trace] == [(e["type"], e["step"]) for e in a.trace]

@@ -1,16 +1,14 @@
-"""Controlled runs as the rows of one continuously batched loop (controller.batch_rows, the
-server): a run joins when a row is free, with its own memory, pauses, checks, rewinds and
-candidate rounds, and the checks several rows run at the same step go to the checker as one batch.
+"""Controlled runs as the rows of one continuously batched loop (controller.batch_rows; the
+engine's requests, ewe/engine/engine.py): a run joins when a row is free, with its own memory,
+pauses, checks, rewinds and candidate rounds, and the checks several rows run at the same step go
+to the checker as one batch.
 """
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Callable
 
 from ..engine import ContinuousLoop, Hook, Request, RowFeed, TokenLoop
-from ..engine.watch import prompt_watchers
-from ..result import GenerationResult
 from .controlled_run import ControlledRun, answer_budget, answer_loop, memory_offset
 from .sentence_checks import check_all
 
@@ -43,6 +41,7 @@ class ControlledRows(RowFeed):
             except Exception as e:  # this request's error (a bad passage, a failed search): the batch goes on
                 if request.on_error is None:
                     raise
+                request.status = "failed"
                 request.on_error(e)
                 continue
             run.session = loop.row_view(row)
@@ -58,6 +57,7 @@ class ControlledRows(RowFeed):
 
     def ended(self, loop: TokenLoop, row: int) -> None:
         request, t0, since = self.rows.pop(row)
+        request.status = "aborted" if loop.reasons[row] == "abort" else "finished"
         request.on_done(request.run.result(loop, t0, row, since))
 
     def run_of(self, row: int) -> ControlledRun | None:
@@ -83,25 +83,17 @@ class RowChecks(Hook):
                 run.sentence_checks.prefetched[pair] = check
 
 
-def run_rows(runs: list[ControlledRun], capacity: int | None = None) -> list[GenerationResult]:
-    """Several prompts' controlled runs decoded as the rows of one batch, at most `capacity` at once
-    (None: all), the next prompt joining as soon as a row ends (`decode_rows`)."""
-    results: list[GenerationResult | None] = [None] * len(runs)
-    waiting = deque(Request(run.prompt, watchers=prompt_watchers(i), run=run,
-                            on_done=lambda result, i=i: results.__setitem__(i, result)) for i, run in enumerate(runs))
-    decode_rows(runs[0].runtime, runs[0].dec, lambda n: [waiting.popleft() for _ in range(min(n, len(waiting)))],
-                capacity or len(runs))
-    return results
-
-
-def decode_rows(runtime, dec, take: Callable[[int], list[Request]], capacity: int) -> None:
-    """Controlled runs as the rows of one continuously batched loop: up to `capacity` at once, each
-    joining when a row is free (`take(n)`: up to n Requests, each with its `run`, to start now), each with its own
-    memory, pauses, checks, rewinds and candidate rounds (the loop carries out a row's actions on
-    that row alone; a row's candidates decode as rows of the same batch while it waits; the checks
-    several rows run at the same step go to the checker as one batch); greedy rows write what they
-    write one by one."""
+def start_rows(runtime, dec, take: Callable[[int], list[Request]], capacity: int,
+               hooks: list[Hook] = ()) -> ContinuousLoop:
+    """The continuously batched loop of controlled runs, started: up to `capacity` at once, each
+    joining when a row is free (`take(n)`: up to n Requests, each with its `run`, to start now),
+    each with its own memory, pauses, checks, rewinds and candidate rounds (the loop carries out a
+    row's actions on that row alone; a row's candidates decode as rows of the same batch while it
+    waits; the checks several rows run at the same step go to the checker as one batch); greedy
+    rows write what they write one by one. Each `step_fed()` decodes one step. `hooks` see every
+    row before the rows' own (the engine's abort)."""
     check_rows(runtime.config)
     loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)), loop=ContinuousLoop)
     feed = ControlledRows(take)
-    loop.run_fed(feed, capacity, hooks=[RowChecks(feed)])
+    loop.start_fed(feed, capacity, hooks=[*hooks, RowChecks(feed)])
+    return loop

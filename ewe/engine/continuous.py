@@ -43,6 +43,12 @@ class ContinuousLoop(TokenLoop):
         row is writing and the feed offers none (see the module docstring). The session starts
         empty; each row's record is the feed's, handed back by `feed.ended`; `hooks` see every row
         (each row's own hooks come with it)."""
+        self.start_fed(feed, capacity, hooks)
+        while self.step_fed():
+            pass
+
+    def start_fed(self, feed: RowFeed, capacity: int, hooks: list[Hook] | None = None) -> None:
+        """`run_fed`'s start: the loop then decodes one step per `step_fed` (the engine's `step`)."""
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
         if self.session.kv_cache != "dynamic":
@@ -53,9 +59,16 @@ class ContinuousLoop(TokenLoop):
         self.row_max, self.row_budget = [], []
         self.row_hooks = RowHooks([])
         self.hook = Hooks([*(hooks or []), self.row_hooks])
-        logits = None
-        while (logits := self._turn(logits)) is not None:
-            logits = self._advance(logits)
+        self.next_logits: torch.Tensor | None = None
+
+    def step_fed(self) -> bool:
+        """Hand back the rows that ended, admit the rows the feed offers, and decode one step; False
+        (and nothing decoded) once no row is writing and the feed offers none."""
+        logits = self._turn(self.next_logits)
+        if logits is None:
+            return False
+        self.next_logits = self._advance(logits)
+        return True
 
     def _turn(self, logits: torch.Tensor | None) -> torch.Tensor | None:
         """Between two steps of a fed loop: hand back the rows that ended, add the rows that join;

@@ -17,7 +17,9 @@ class Request:
     """prompt, passages (None: retrieved as the configuration says; [] none), decoding (its own
     settings, a DecodingConfig; None: the batch's), watchers (engine/watch.py), on_done(result)
     when its row ends, on_error(error) when it cannot start (None: the error ends the whole
-    batch). Filled for its row: prompt_ids, record, hooks (they
+    batch); status: new, waiting (in the engine's queue), running (in a row), finished, aborted
+    (`Engine.abort`; a running one ends with what it wrote, finish_reason "abort") or failed.
+    Filled for its row: prompt_ids, record, hooks (they
     answer for its row only, as in `RowHooks`), memory_state (a one-row MemoryState; None for
     none), max_new_tokens and budget (sampled tokens; None: the loop's), run."""
 
@@ -34,3 +36,4 @@ class Request:
     max_new_tokens: int | None = None
     budget: int | None = None
     run: object = None
+    status: str = "new"

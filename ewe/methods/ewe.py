@@ -129,19 +129,20 @@ class EWEMethod(Method):
     def joins(cls, config) -> bool:
         return config.controller.active and config.controller.batch_rows
 
-    def run_joining(self, take, capacity: int, dec) -> None:
+    def joining_loop(self, take, capacity: int, dec, hooks: list = ()):
         from ..controller.controlled_run import ControlledRun
-        from ..controller.rows import decode_rows
+        from ..controller.rows import start_rows
 
         rt = self.runtime
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
 
         def controlled(requests: list) -> list:
             for r in requests:
-                r.run = ControlledRun(rt, checker, r.prompt, r.decoding or dec, r.passages)
+                if r.run is None:  # a client's request; EWE's own batch comes with its runs
+                    r.run = ControlledRun(rt, checker, r.prompt, r.decoding or dec, r.passages)
             return requests
 
-        decode_rows(rt, dec, lambda n: controlled(take(n)), capacity)
+        return start_rows(rt, dec, lambda n: controlled(take(n)), capacity, hooks)
 
     @classmethod
     def checks_itself(cls, config) -> bool:
@@ -155,10 +156,23 @@ class EWEMethod(Method):
         if not rt.config.pauses:
             return rt.generate_plain(prompts, rows, dec, answer=True)
         from ..controller.controlled_run import ControlledRun
-        from ..controller.rows import run_rows
 
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
         runs = [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
         if rt.config.controller.batch_rows and len(runs) > 1:
-            return run_rows(runs, rt.config.controller.max_rows)
+            return self._run_as_requests(runs, rt.config.controller.max_rows or len(runs), dec)
         return [run_one(i, run.run) for i, run in enumerate(runs)]
+
+    def _run_as_requests(self, runs: list, capacity: int, dec) -> list:
+        """The prompts' runs as requests of one engine, at most `capacity` rows at once, the next
+        joining as soon as a row ends (controller.batch_rows)."""
+        from ..engine import Engine, Request
+        from ..engine.watch import prompt_watchers
+
+        results: list = [None] * len(runs)
+        engine = Engine(self, capacity, dec)
+        for i, run in enumerate(runs):
+            engine.add_request(Request(run.prompt, watchers=prompt_watchers(i), run=run,
+                                       on_done=lambda result, i=i: results.__setitem__(i, result)))
+        engine.run()
+        return results

@@ -81,16 +81,17 @@ class Method:
 
     @classmethod
     def joins(cls, config) -> bool:
-        """Requests may join a batch that is already decoding (`run_joining`, continuous batching):
+        """Requests may join a batch that is already decoding (`joining_loop`, continuous batching):
         a server starts a new request at the next step instead of after the whole batch."""
         return False
 
-    def run_joining(self, take, capacity: int, dec) -> None:
-        """Answer the Requests (engine/request.py: prompt, passages, decoding, watchers, on_done,
-        on_error) `take(n)` offers (up to n now; [] none) as the rows of one batch of at most
-        `capacity`, each joining when a row is free (`dec`: the settings of a request that names
-        none; a row may write up to its own max_new_tokens). Returns when no row is writing and
-        `take` offers none."""
+    def joining_loop(self, take, capacity: int, dec, hooks: list = ()):
+        """The loop that answers the Requests (engine/request.py: prompt, passages, decoding,
+        watchers, on_done, on_error) `take(n)` offers (up to n now; [] none) as the rows of one
+        batch of at most `capacity`, each joining when a row is free (`dec`: the settings of a
+        request that names none; a row may write up to its own max_new_tokens), started and not
+        yet stepped: each `step_fed()` admits what `take` offers and decodes one step (the Engine,
+        ewe/engine/engine.py, drives it); `hooks` see every row before the rows' own."""
         raise NotImplementedError(f"method {self.name!r} does not decode requests that join a running batch")
 
     @classmethod

@@ -20,7 +20,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from ..engine.request import Request
+from ..engine import Engine, Request
 from ..methods.registry import method_class
 from .stream import AnswerStream, run_streamed
 
@@ -178,31 +178,33 @@ class Scheduler:
                 job.put(END)
 
     def _answer_joining(self, first: Job, method) -> None:
-        """Continuous batching: jobs join the running batch as rows free up, each answered as its row
-        ends. If the batch fails, the jobs it had not answered are answered each alone."""
-        unanswered: list[Job] = []  # joined, not yet answered
-        first_waits = [first]
+        """Continuous batching: jobs are requests of one engine (ewe/engine/engine.py), joining the
+        running batch as rows free up, each answered as its row ends. If the batch fails, the jobs
+        it had not answered are answered each alone."""
+        unanswered: list[Job] = []  # added, not yet answered
+        engine = Engine(method, self.max_batch, first.dec)
 
-        def take(n: int) -> list[Request]:
-            jobs = [first_waits.pop()] if first_waits and n else []
-            out = []
-            for job in jobs + self._more(first, n - len(jobs), own_limits=True):
-                unanswered.append(job)
-                if job.cancelled:
-                    self._done(job, None, unanswered)
-                    continue
-                out.append(Request(job.prompt, job.passages, decoding=job.dec,
-                                   on_done=lambda result, job=job: self._done(job, result, unanswered),
-                                   on_error=lambda error, job=job: self._done(job, error, unanswered),
-                                   watchers=job.watchers))
-            return out
+        def add(job: Job) -> None:
+            unanswered.append(job)
+            if job.cancelled:
+                self._done(job, None, unanswered)
+                return
+            engine.add_request(Request(job.prompt, job.passages, decoding=job.dec,
+                                       on_done=lambda result, job=job: self._done(job, result, unanswered),
+                                       on_error=lambda error, job=job: self._done(job, error, unanswered),
+                                       watchers=job.watchers))
 
         try:
-            method.run_joining(take, self.max_batch, first.dec)
+            add(first)
+            while True:
+                room = self.max_batch - len(engine.running) - len(engine.waiting)
+                for job in self._more(first, room, own_limits=True) if room > 0 else []:
+                    add(job)
+                if not engine.step():
+                    break
         except Exception:
-            for job in first_waits + unanswered[:]:  # each alone, so that an error reaches only its own request
-                if job in unanswered:
-                    unanswered.remove(job)
+            for job in unanswered[:]:  # each alone, so that an error reaches only its own request
+                unanswered.remove(job)
                 self._answer_all([job])
 
     def _done(self, job: Job, outcome, unanswered: list[Job]) -> None:
