@@ -1,0 +1,101 @@
+"""The Engine clients drive (ewe/engine/engine.py): requests added, stepped and aborted answer as
+each prompt does alone, under EWE's controller on the real patched attention (scripted model)."""
+from __future__ import annotations
+
+import pytest
+from test_batch_rows import controlled
+
+from ewe.engine import Engine, Request, RequestAborted
+from ewe.methods.registry import method_class
+
+PROMPTS = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
+           "Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."]
+CANDIDATES = {"rewrite_candidates": 3, "max_retries": 1}
+
+
+def engine_of(ewe, capacity: int) -> Engine:
+    return Engine(method_class(ewe.config.method)(ewe.runtime), capacity, ewe.runtime.decoding())
+
+
+def requests(prompts, outcomes: dict) -> list[Request]:
+    return [Request(p, on_done=lambda r, i=i: outcomes.__setitem__(i, r),
+                    on_error=lambda e, i=i: outcomes.__setitem__(i, e)) for i, p in enumerate(prompts)]
+
+
+def same(a, b) -> None:
+    assert b.text == a.text and b.token_ids == a.token_ids and b.finish_reason == a.finish_reason
+    assert [(e["type"], e["step"]) for e in b.trace] == [(e["type"], e["step"]) for e in a.trace]
+
+
+@pytest.mark.parametrize("controller", [{}, CANDIDATES])
+@pytest.mark.parametrize("capacity", [2, 5])
+def test_requests_added_to_the_engine_answer_as_one_by_one(controller, capacity):
+    alone = controlled(False, **controller).generate(PROMPTS)
+    engine, outcomes = engine_of(controlled(True, **controller), capacity), {}
+    for request in requests(PROMPTS, outcomes):
+        engine.add_request(request)
+    engine.run()
+    assert sorted(outcomes) == list(range(len(PROMPTS)))
+    for i, a in enumerate(alone):
+        same(a, outcomes[i])
+    assert not engine.has_unfinished() and engine.loop is None and engine.step() is False
+
+
+def test_a_request_added_between_steps_joins_and_answers_as_alone():
+    alone = controlled(False, **CANDIDATES).generate(PROMPTS[:3])
+    engine, outcomes = engine_of(controlled(True, **CANDIDATES), 3), {}
+    first, second, third = requests(PROMPTS[:3], outcomes)
+    engine.add_request(first)
+    engine.add_request(second)
+    for _ in range(5):
+        assert engine.step()
+    assert first.status == "running" and not outcomes
+    engine.add_request(third)
+    engine.run()
+    for i, a in enumerate(alone):
+        same(a, outcomes[i])
+    assert [r.status for r in (first, second, third)] == ["finished"] * 3
+
+
+def test_a_waiting_request_aborted_never_starts_and_the_others_answer_as_alone():
+    alone = controlled(False).generate(PROMPTS[:3])
+    engine, outcomes = engine_of(controlled(True), 1), {}
+    reqs = requests(PROMPTS[:3], outcomes)
+    for request in reqs:
+        engine.add_request(request)
+    engine.step()
+    assert [r.status for r in reqs] == ["running", "waiting", "waiting"]
+    assert engine.abort(reqs[1]) and reqs[1].status == "aborted"
+    assert isinstance(outcomes[1], RequestAborted)
+    engine.run()
+    same(alone[0], outcomes[0])
+    same(alone[2], outcomes[2])
+    assert engine.abort(reqs[1]) is False and engine.abort(reqs[0]) is False  # already ended
+
+
+def test_a_running_request_aborted_ends_with_what_it_wrote_and_the_others_go_on():
+    alone = controlled(False).generate(PROMPTS[:2])
+    engine, outcomes = engine_of(controlled(True), 2), {}
+    reqs = requests(PROMPTS[:2], outcomes)
+    for request in reqs:
+        engine.add_request(request)
+    for _ in range(6):
+        engine.step()
+    assert engine.abort(reqs[0]) and reqs[0].status == "aborting"
+    engine.run()
+    cut = outcomes[0]
+    assert reqs[0].status == "aborted" and cut.finish_reason == "abort"
+    assert 0 < len(cut.token_ids) < len(alone[0].token_ids)
+    assert cut.token_ids == alone[0].token_ids[:len(cut.token_ids)]
+    same(alone[1], outcomes[1])
+
+
+def test_a_request_is_added_once_and_an_engine_needs_a_row():
+    engine = engine_of(controlled(True), 1)
+    request = Request(PROMPTS[0], on_done=lambda r: None)
+    engine.add_request(request)
+    with pytest.raises(ValueError, match="already waiting"):
+        engine.add_request(request)
+    with pytest.raises(ValueError, match="capacity=0"):
+        Engine(engine.method, 0, engine.dec)
+    assert engine_of(controlled(True), 1).step() is False  # nothing added: nothing to do
