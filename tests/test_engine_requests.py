@@ -99,3 +99,36 @@ def test_a_request_is_added_once_and_an_engine_needs_a_row():
     with pytest.raises(ValueError, match="capacity=0"):
         Engine(engine.method, 0, engine.dec)
     assert engine_of(controlled(True), 1).step() is False  # nothing added: nothing to do
+
+
+def test_requests_sampling_with_their_own_temperature_and_seed_share_a_batch_and_draw_as_alone():
+    """Each controlled row samples with its own request's settings (ControlledRun.sampler), so one
+    batch holds a greedy request and two sampled ones with different seeds and temperatures, and
+    each writes what it writes alone; the loop's own sampler (the first request's) decides nothing."""
+    from scripted import ScriptedChecker
+    from tiny import tiny_model, tiny_tokenizer
+
+    from ewe import EWE
+    from ewe.config import EWEConfig
+
+    def ewe_of(batch_rows: bool) -> EWE:
+        cfg = EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None},
+                               "decoding": {"max_new_tokens": 24},  # random text: no rule drops it
+                               "checker": {"reject_degenerate": False, "reject_off_subject": False,
+                                           "reject_repeats": False},
+                               "controller": {"verify_trigger": "interval", "verify_interval": 4,
+                                              "batch_rows": batch_rows}})
+        return EWE(tiny_model(0), tiny_tokenizer(), cfg, fact_checker=ScriptedChecker(false=set()))
+
+    settings = [dict(temperature=1.0, seed=7), dict(temperature=0.0), dict(temperature=0.7, top_p=0.9, seed=11)]
+    alone = [ewe_of(False).generate(PROMPTS[i], **s) for i, s in enumerate(settings)]
+    assert len({tuple(a.token_ids) for a in alone}) == 3
+    ewe = ewe_of(True)
+    engine, outcomes = engine_of(ewe, 3), {}
+    for i, s in enumerate(settings):
+        engine.add_request(Request(PROMPTS[i], decoding=ewe._decoding(**s),
+                                   on_done=lambda r, i=i: outcomes.__setitem__(i, r)))
+    engine.run()
+    for i, a in enumerate(alone):
+        assert outcomes[i].token_ids == a.token_ids, settings[i]
+        assert outcomes[i].logprobs == pytest.approx(a.logprobs, abs=1e-4)

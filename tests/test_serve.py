@@ -329,3 +329,18 @@ def test_requests_with_their_own_max_tokens_share_the_running_batch():
     assert [choices[i]["message"]["content"] for i in range(2)] == [a.text for a in alone]
     assert choices[1]["finish_reason"] == "length" == alone[1].finish_reason
     assert queue["served"] == 2 and queue["batches"] == 1
+
+
+def test_requests_with_their_own_temperature_and_seed_share_the_running_batch():
+    """Continuous batching: a request sampling with another temperature and seed joins the running
+    batch (each row samples with its own request's settings) and writes what it writes alone."""
+    from test_batch_rows import controlled
+
+    prompts, settings = ["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein."], [{}, {"temperature": 0.9,
+                                                                                                     "seed": 5}]
+    alone = [controlled(False).generate(p, **s) for p, s in zip(prompts, settings)]
+    answered, queue = second_while_first_writes([{"messages": [{"role": "user", "content": p}], **s}
+                                                 for p, s in zip(prompts, settings)])
+    choices = dict(answered)
+    assert [choices[i]["message"]["content"] for i in range(2)] == [a.text for a in alone]
+    assert queue["served"] == 2 and queue["batches"] == 1

@@ -376,7 +376,12 @@ class ControlledRun(Hook):
     # -- the loop's hook ----------------------------------------------------------------------
 
     def sampler(self, loop: TokenLoop) -> Sampler | None:
-        return self.retry_sampler if self.rewriting is not None else None
+        """The answer's own sampler (its request's temperature, top_p and seed, so that a row of a
+        batch draws what it draws alone, whatever the other rows ask), or the retry sampler while a
+        sentence is being written again."""
+        if self.rewriting is not None and self.retry_sampler is not None:
+            return self.retry_sampler
+        return self.own_sampler
 
     def on_step(self, loop: TokenLoop) -> None:
         self.decoded += 1  # this answer's own steps (a row that joined a running batch counts from its start)
@@ -445,6 +450,7 @@ class ControlledRun(Hook):
         [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], self.offset)
         self.prompt_len = len(ids)
         self.retry_sampler = None
+        self.own_sampler = Sampler(dec.temperature, dec.top_p, dec.seed)
         self.candidate_rewrites = self.cfg.rewrite_candidates > 1 or self.cfg.feedback_placement == "prompt"
         self.candidate_sampler = Sampler(self.cfg.candidate_temperature, self.cfg.retry_top_p,
                                          (dec.seed or 0) + 2, greedy_rows=1)

@@ -219,16 +219,27 @@ class RowHooks(Hook):
 
 
 class RowSampler:
-    """Each row sampled by its own sampler (None: `default`), for rows whose hooks name one."""
+    """Each row sampled by its own sampler (None: `default`), for rows whose hooks name one. Greedy
+    rows take their argmax in one call (no draw: which greedy sampler does it makes no difference)."""
 
     def __init__(self, samplers: list, default):
         self.samplers, self.default = samplers, default
 
-    def __call__(self, logits: torch.Tensor):
+    def __call__(self, logits: "torch.Tensor"):
         import torch
 
-        parts = [(s or self.default)(logits[r:r + 1]) for r, s in enumerate(self.samplers)]
-        return tuple(torch.cat([p[i] for p in parts]) for i in range(3))
+        own = [s or self.default for s in self.samplers]
+        greedy = [r for r, s in enumerate(own) if s.temperature == 0]
+        ids = torch.empty(len(own), dtype=torch.long, device=logits.device)
+        logprobs = torch.empty(len(own), device=logits.device)
+        entropies = torch.empty(len(own), device=logits.device)
+        if greedy:
+            rows = torch.tensor(greedy, device=logits.device)
+            ids[rows], logprobs[rows], entropies[rows] = own[greedy[0]](logits[rows])
+        for r, s in enumerate(own):
+            if s.temperature != 0:
+                ids[r:r + 1], logprobs[r:r + 1], entropies[r:r + 1] = s(logits[r:r + 1])
+        return ids, logprobs, entropies
 
 
 class BanFirstTokens(Hook):

@@ -6,8 +6,8 @@ worker decodes; the web server's event loop only reads events. The worker takes 
 request and, up to `max_batch`, the queued ones that can share its batch (the same configuration
 and decoding settings, passages given or not alike). With EWE's controller and
 controller.batch_rows, batching is continuous: a request joins the running batch at the next
-step after a row frees up, writes up to its own max_tokens, and is answered as soon as its own
-row ends. Other
+step after a row frees up, writes up to its own max_tokens with its own temperature, top_p and
+seed, and is answered as soon as its own row ends. Other
 methods that decode prompts as rows (plain decoding, PrefixNLI) run a batch until all its rows
 end (static batching). A request that cannot share the running batch waits at the head of the
 queue until it ends (first come, first served). A full queue is refused at once (429) and a
@@ -80,10 +80,12 @@ class Job:
 
     def batches_with(self, other: "Job", own_limits: bool = False) -> bool:
         """Whether this job may decode in `other`'s batch: the same configuration and settings
-        (`own_limits`: a row that writes up to its own max_new_tokens, as a joining row does, may
-        differ in that), passages given or not alike."""
+        (`own_limits`: a row that writes up to its own max_new_tokens and samples with its own
+        temperature, top_p and seed, as a joining row does, may differ in those), passages given or
+        not alike."""
+        own = {"max_new_tokens": 1, "temperature": 0.0, "top_p": 1.0, "seed": None}
         mine, theirs = (self.dec, other.dec) if not own_limits else (
-            self.dec.model_copy(update={"max_new_tokens": 1}), other.dec.model_copy(update={"max_new_tokens": 1}))
+            self.dec.model_copy(update=own), other.dec.model_copy(update=own))
         return other.ewe is self.ewe and mine == theirs and (other.passages is None) == (self.passages is None)
 
 
