@@ -133,3 +133,19 @@ def test_check_prints_a_vetoed_claim_with_its_reason_not_a_capped_score(monkeypa
     out = capsys.readouterr().out
     assert "[unsupported: vetoed] Hans Krebs won" in out and "evidence has 1953 where the claim has 1903" in out
     assert "0.49" not in out
+
+
+def test_the_judges_evaluation_counts_a_vetoed_claim_as_not_passing():
+    """`ewe judge eval` / `operating-point` score a sentence by its claims' scores against a threshold
+    (0.3): a vetoed claim keeps its score up to 0.49, yet the loop rewrites it by its label, so the
+    evaluation counts it 0."""
+    from ewe.judge.evaluate import sentence_score
+    from ewe.verify.types import UNSUPPORTED, SentenceCheck
+
+    claim = Claim("In 1903, she won the Nobel Prize in Chemistry.")
+    vetoed = Verdict(claim, UNSUPPORTED, 0.49, [], "minilm-cross+veto", rationale="mispaired: ...")
+    judged = Verdict(claim, UNSUPPORTED, 0.2, [], "minilm-cross")
+    kept = Verdict(claim, SUPPORTED, 0.9, [], "minilm-cross")
+    assert sentence_score(SentenceCheck(claim.text, [claim], [kept, vetoed])) == 0.0
+    assert sentence_score(SentenceCheck(claim.text, [claim], [kept, judged])) == 0.2
+    assert sentence_score(SentenceCheck(claim.text, [claim], [kept])) == 0.9

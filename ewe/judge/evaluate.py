@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 from ..data import wiki
 from .metrics import balanced_accuracy
 from ..verify.factchecker import FactChecker
-from ..verify.types import NOT_CHECKABLE, SUPPORTED, Evidence
+from ..verify.types import NOT_CHECKABLE, SUPPORTED, UNSUPPORTED, Evidence
 from .data import read
 
 
@@ -58,10 +58,17 @@ def check_row(fc: FactChecker, r: dict):
 
 def sentence_score(check) -> Optional[float]:
     """The sentence's P(supported) as the loop decides on it: the lowest of its claims' (a claim
-    the judge read only in part counts 0); None when it holds no claim."""
+    the judge read only in part counts 0, and so does one the contradiction veto overruled: it keeps
+    the judge's score up to 0.49, above a threshold such as 0.3, but the loop rewrites it by its
+    label); None when it holds no claim."""
     if not check.verdicts:
         return None
-    return min(0.0 if "past what the judge reads" in (v.rationale or "") else float(v.score) for v in check.verdicts)
+    return min(0.0 if "past what the judge reads" in (v.rationale or "") or _vetoed(v) else float(v.score)
+               for v in check.verdicts)
+
+
+def _vetoed(verdict) -> bool:
+    return verdict.label == UNSUPPORTED and (verdict.backend or "").endswith("+veto")
 
 
 def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:
