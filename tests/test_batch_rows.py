@@ -108,6 +108,29 @@ def test_a_row_written_back_keeps_the_others_and_its_own_context_intact():
     assert session.take_row(longest).tokens[0].tolist() == ids[longest][:3]
 
 
+def test_the_cache_copies_of_batch_operations_are_counted_for_other_rows_and_a_rows_own():
+    """engine/session.py COPIES (what `ewe bench batch` reports): a row joining copies every row
+    already in the batch (other rows) and its own; taking a row out copies only its own; a row
+    that leaves copies the rows that stay."""
+    from ewe.engine.session import COPIES, cache_bytes
+
+    ewe = tiny_ewe()
+    session = ewe.runtime.session()
+    session.prefill(torch.tensor([ewe.prompt_ids(PROMPTS[0])]))
+    part = session.fresh()
+    part.prefill(torch.tensor([ewe.prompt_ids(PROMPTS[1])]))
+    before, joining = cache_bytes(session.cache), cache_bytes(part.cache)
+    COPIES.reset()
+    session.add_row(part)
+    assert COPIES.other_rows == before and COPIES.own_rows >= joining  # its own, left-padded to the batch
+    COPIES.reset()
+    row = session.take_row(1)
+    assert COPIES.other_rows == 0 and COPIES.own_rows == cache_bytes(row.cache)
+    COPIES.reset()
+    session.select_rows([0])
+    assert COPIES.other_rows == cache_bytes(session.cache) and COPIES.own_rows == 0
+
+
 # -- EWE's controller, a row each ---------------------------------------------------------------
 
 A, B_WRONG, B_RIGHT, C = ("Marie Curie was a physicist.", "She was born in Paris.", "She was born in Warsaw.",

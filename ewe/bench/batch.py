@@ -5,7 +5,8 @@ For EWE's controller the batch is `controller.batch_rows` (each row with its own
 and rewinds); for a method without pauses it is the plain batched decoding every method has.
 Reported: wall seconds for the whole set each way (medians over repeats), answer tokens per
 second, the ratio, and how many rows wrote exactly what they write alone (greedy: all of them,
-or the ratio compares different work and says so).
+or the ratio compares different work and says so), and the KV cache bytes copied for rows other
+than the one joining, leaving or written back (engine/session.py COPIES; a slot cache would make it 0).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def run_batch_bench(args, load_ewe) -> int:
     from ..data import wiki
     from ..data.prompt_sets import prompt_set
     from ..files import write_json
+    from ..engine.session import COPIES
     from ..methods.registry import method_class
 
     if args.config is None:
@@ -67,12 +69,14 @@ def run_batch_bench(args, load_ewe) -> int:
     method.run_batch([prompts[0]], rt.greedy(dec, 4), None if passages is None else [passages[0]])  # warm up
     runs = {"one by one": one_by_one, "batched": batched}
     seconds = {name: [] for name in runs}
-    tokens, answers, checks = {}, {}, {}
+    tokens, answers, checks, copied = {}, {}, {}, {}
     for rep in range(args.repeats):
         for name in (runs if rep % 2 == 0 else reversed(list(runs))):
+            COPIES.reset()
             t0 = time.perf_counter()
             results = runs[name]()
             seconds[name].append(time.perf_counter() - t0)
+            copied[name] = {"other_rows": COPIES.other_rows, "own_rows": COPIES.own_rows}
             tokens[name] = sum(len(r.token_ids) for r in results)
             answers[name] = [r.token_ids for r in results]
             # every check's own time (claim extraction, evidence search, judge; the candidates' checks
@@ -92,6 +96,11 @@ def run_batch_bench(args, load_ewe) -> int:
     print(f"{'run':<14}{'seconds':>10}{'tokens':>9}{'tokens/s':>10}")
     for name in runs:
         print(f"{name:<14}{med[name]:>10.1f}{tokens[name]:>9}{tokens[name] / med[name]:>10.2f}")
+    mb = {name: c["other_rows"] / 2**20 for name, c in copied.items()}
+    print(f"KV cache copied for other rows than the one joining, leaving or written back: "
+          f"{mb['batched']:.1f} MiB batched ({copied['batched']['other_rows'] / max(1, tokens['batched']) / 1024:.0f} KiB "
+          f"per answer token), {mb['one by one']:.1f} MiB one by one; the rows' own: "
+          f"{copied['batched']['own_rows'] / 2**20:.1f} and {copied['one by one']['own_rows'] / 2**20:.1f} MiB")
     if controlled:
         print(f"of which the checks' own seconds (they hold the batch while they run): {checks['one by one']:.1f} s one by one, "
               f"{checks['batched']:.1f} s batched")
@@ -102,7 +111,7 @@ def run_batch_bench(args, load_ewe) -> int:
                               "max_new_tokens": cfg.decoding.max_new_tokens, "repeats": args.repeats,
                               "max_batch": args.max_batch,
                               "threads": torch.get_num_threads(), "seconds": seconds, "median_s": med,
-                              "tokens": tokens, "check_s": checks, "throughput_ratio": round(ratio, 3),
+                              "tokens": tokens, "check_s": checks, "cache_bytes_copied": copied, "throughput_ratio": round(ratio, 3),
                               "same_rows": same})
     return 0
 

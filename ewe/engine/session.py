@@ -22,6 +22,31 @@ GRAPH_MODES = (None, "cuda", "eager")
 CAPACITY_STEP = 256  # compiled steps: cache capacities rounded up to this, so prompts of similar length share a shape
 
 
+class CacheCopies:
+    """Bytes of KV cache the batch operations copy (`ewe bench batch` reports them): `other_rows`,
+    rows copied because another row joined, left, or was written back (a stacked batch, a narrowed
+    or widened one); `own_rows`, the row taken out or written back itself, and a joining row's own
+    cache. A block or slot cache would bring `other_rows` to 0 (issue 58)."""
+
+    def __init__(self):
+        self.other_rows = self.own_rows = 0
+
+    def reset(self) -> None:
+        self.other_rows = self.own_rows = 0
+
+
+COPIES = CacheCopies()
+
+
+def cache_bytes(cache, rows: slice | None = None) -> int:
+    total = 0
+    for layer in cache.layers:
+        for t in (layer.keys, layer.values):
+            part = t if rows is None else t[rows]
+            total += part.numel() * part.element_size()
+    return total
+
+
 class DecodingSession:
     """Context decoding over a patched model.
 
@@ -180,6 +205,8 @@ class DecodingSession:
         stopped leave, so the next steps cost what the rows still writing need."""
         idx = torch.tensor(rows, dtype=torch.long, device=self.device)
         self.cache.batch_select_indices(idx)
+        if self.kv_cache == "dynamic":
+            COPIES.other_rows += cache_bytes(self.cache)
         self.tokens, self.valid = self.tokens[idx], self.valid[idx]
         if self.row_memories is not None:
             self.row_memories = [self.row_memories[r] for r in rows]
@@ -246,6 +273,7 @@ class DecodingSession:
             out.cache.update(layer.keys[row:row + 1, :, keep], layer.values[row:row + 1, :, keep], i)
         out.tokens = self.tokens[row:row + 1, keep]
         out.valid = torch.ones_like(out.tokens)
+        COPIES.own_rows += cache_bytes(out.cache)
         return out
 
     @torch.inference_mode()
@@ -257,7 +285,10 @@ class DecodingSession:
             self.cache, self.tokens, self.valid = part.cache, part.tokens, part.valid
             self.set_row_memories([part.row_memory(k) for k in range(part.tokens.shape[0])])
             return
+        others = cache_bytes(self.cache)
         both = DecodingSession.stack([self, part])
+        COPIES.other_rows += others
+        COPIES.own_rows += cache_bytes(both.cache) - others
         self.cache, self.tokens, self.valid = both.cache, both.tokens, both.valid
         self.set_row_memories(both.row_memories)
 
@@ -276,6 +307,7 @@ class DecodingSession:
         if n > self.length:
             for layer in self.cache.layers:
                 layer.keys, layer.values = _left_pad(layer.keys, n, 2), _left_pad(layer.values, n, 2)
+            COPIES.other_rows += cache_bytes(self.cache)
             self.tokens, self.valid = _left_pad(self.tokens, n, 1), _left_pad(self.valid, n, 1)
         start = self.length - n
         for layer, new in zip(self.cache.layers, part.cache.layers):
@@ -283,12 +315,13 @@ class DecodingSession:
             layer.keys[row, :, start:] = new.keys[0]
             layer.values[row, :, :start] = 0
             layer.values[row, :, start:] = new.values[0]
+        COPIES.own_rows += cache_bytes(part.cache)
         self.tokens[row, :start] = 0
         self.tokens[row, start:] = part.tokens[0]
         self.valid[row, :start] = 0
         self.valid[row, start:] = 1
         padded = int((self.valid.cumsum(dim=1) == 0).all(dim=0).sum())  # columns that are padding in every row
-        if padded:
+        if padded:  # views: nothing copied
             for layer in self.cache.layers:
                 layer.keys, layer.values = layer.keys[:, :, padded:], layer.values[:, :, padded:]
             self.tokens, self.valid = self.tokens[:, padded:], self.valid[:, padded:]
