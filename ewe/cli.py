@@ -183,6 +183,8 @@ def cmd_check(args) -> int:
         raise SystemExit("ewe check: give a SENTENCE or --input FILE (with --output), not both")
     if args.input is not None:
         return _check_batch(args)
+    from .verify.veto import veto_reason, vetoed
+
     ewe = _load_ewe(args)
     evidence = list(args.evidence or []) or None
     check = ewe.check(args.sentence, prompt=args.prompt, context=args.context, evidence=evidence)
@@ -195,8 +197,8 @@ def cmd_check(args) -> int:
     verdict = "needs rewrite" if check.needs_rewrite else ("factual" if check.factual else "kept (check incomplete)")
     print(f"{verdict}: {check.sentence}")
     for v in check.verdicts:
-        if v.backend.endswith("+veto"):  # overruled: its score is capped below the threshold, the reason is what counts
-            print(f"  [{v.label}: vetoed] {v.claim.text}\n      {v.rationale.split(' | ')[0]}")
+        if vetoed(v):  # overruled: its score is the judge's, capped; the reason is what counts
+            print(f"  [{v.label}: vetoed] {v.claim.text}\n      {veto_reason(v)}")
         else:
             print(f"  [{v.label} {v.score:.2f}] {v.claim.text}" + (f"  (error: {v.error})" if v.error else ""))
         for e in v.evidence[:2]:

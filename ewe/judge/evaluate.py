@@ -18,7 +18,8 @@ from typing import Iterable, Optional
 from ..data import wiki
 from .metrics import balanced_accuracy
 from ..verify.factchecker import FactChecker
-from ..verify.types import NOT_CHECKABLE, SUPPORTED, UNSUPPORTED, Evidence
+from ..verify.types import NOT_CHECKABLE, SUPPORTED, Evidence
+from ..verify.veto import vetoed
 from .data import read
 
 
@@ -63,12 +64,8 @@ def sentence_score(check) -> Optional[float]:
     label); None when it holds no claim."""
     if not check.verdicts:
         return None
-    return min(0.0 if "past what the judge reads" in (v.rationale or "") or _vetoed(v) else float(v.score)
+    return min(0.0 if "past what the judge reads" in (v.rationale or "") or vetoed(v) else float(v.score)
                for v in check.verdicts)
-
-
-def _vetoed(verdict) -> bool:
-    return verdict.label == UNSUPPORTED and (verdict.backend or "").endswith("+veto")
 
 
 def scored(fc: FactChecker, rows: Iterable[dict]) -> list[dict]:

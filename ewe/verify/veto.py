@@ -62,6 +62,17 @@ def mispaired(claim: str, evidence: Sequence[str]) -> str | None:
     return None
 
 
+def vetoed(verdict: Verdict) -> bool:
+    """Whether `verdict` is one the veto overruled (its score stays the judge's, capped at 0.49:
+    the label and `veto_reason` are what count)."""
+    return verdict.label == UNSUPPORTED and (verdict.backend or "").endswith("+veto")
+
+
+def veto_reason(verdict: Verdict) -> str:
+    """Why the veto overruled `verdict` (its rationale before the judge's own)."""
+    return (verdict.rationale or "").split(" | ")[0]
+
+
 class ContradictionVeto:
     """`base`'s verdicts, each overruled to unsupported where `aligner` finds a hard contradiction."""
 
