@@ -225,7 +225,7 @@ class RowSampler:
     def __init__(self, samplers: list, default):
         self.samplers, self.default = samplers, default
 
-    def __call__(self, logits: "torch.Tensor"):
+    def __call__(self, logits: torch.Tensor):
         import torch
 
         own = [s or self.default for s in self.samplers]

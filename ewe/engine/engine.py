@@ -31,7 +31,6 @@ class Engine:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.loop = None  # the batch's loop while rows are writing or waiting to
-        self.steps = 0
 
     def add_request(self, request: Request) -> None:
         """Queue `request`; it gets a row at a step when one is free (first come, first served)."""
@@ -67,7 +66,6 @@ class Engine:
             self.loop = self.method.joining_loop(self._take, self.capacity, self.dec, hooks=[_AbortRows(self)])
         if not self.loop.step_fed():
             self.loop = None
-        self.steps += 1
         self.running = [r for r in self.running if r.status in ("running", "aborting")]
         return self.has_unfinished()
 

@@ -38,13 +38,8 @@ class CacheCopies:
 COPIES = CacheCopies()
 
 
-def cache_bytes(cache, rows: slice | None = None) -> int:
-    total = 0
-    for layer in cache.layers:
-        for t in (layer.keys, layer.values):
-            part = t if rows is None else t[rows]
-            total += part.numel() * part.element_size()
-    return total
+def cache_bytes(cache) -> int:
+    return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
 
 
 class DecodingSession:

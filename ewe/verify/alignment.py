@@ -145,12 +145,13 @@ class AlignmentChecker:
         c_neg = is_negated(claim.text)
         c_content = content_keys(claim.text)
         passage_keys = {j: word_keys(ev.text + " " + ev.title) for j, ev in enumerate(evidence)}
+        title_qs = {j: quantities(ev.title) for j, ev in enumerate(evidence)}
         out = []
         for j, i, w, text in cand:
             v = np.sum([index[(j, i + d)] for d in range(w)], axis=0)
             sim = float(v @ qv / max(1e-9, float(np.linalg.norm(v))))
             title = evidence[j].title
-            s_qs = quantities(text) + quantities(title)
+            s_qs = quantities(text) + title_qs[j]
             # amounts compared with their scale words, units and eras ("7 million" is "7,000,000")
             missing_qs = [c for c in c_qs if not any(c.same_amount(q) for q in s_qs)]
             conflicts = [(c, q, c.conflicts_with(q)) for c in missing_qs for q in s_qs]

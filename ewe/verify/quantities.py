@@ -80,6 +80,7 @@ _add("money-GBP", "GBP", 1.0, "pounds sterling")
 _CURRENCY_SIGNS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
 _ERAS = {"bc": -1, "bce": -1, "ad": 1, "ce": 1}
 
+_UNIT_BY_LOWER = {w.lower(): entry for w, entry in _UNIT_WORDS.items()}
 _unit_alternatives = sorted((w for w in _UNIT_WORDS if w != "in"), key=len, reverse=True)
 _AFTER = re.compile(
     r"\s*(?:(?P<scale>" + "|".join(SCALES) + r")\b)?"
@@ -178,7 +179,7 @@ def quantities(text: str) -> list[Quantity]:
         scale = SCALES[m.group("scale").lower()] if m.group("scale") else 1.0
         unit, dimension, factor = "", "", 1.0
         if m.group("unit"):
-            unit, dimension, factor = _UNIT_WORDS[_unit_key(m.group("unit"))]
+            unit, dimension, factor = _UNIT_BY_LOWER[re.sub(r"\s+", " ", m.group("unit").lower())]
         era = _ERAS[m.group("era").lower().replace(".", "")] if m.group("era") else 0
         start, end = n.start, (m.end() if (m.group("scale") or m.group("unit") or m.group("era")) else n.end)
         before = _BEFORE.search(text[max(0, n.start - 5):n.start])
@@ -192,9 +193,3 @@ def quantities(text: str) -> list[Quantity]:
         out.append(Quantity(n, text[start:end].strip(), scale, unit, dimension, factor, era))
     return out
 
-
-def _unit_key(word: str) -> str:
-    if word in _UNIT_WORDS:
-        return word
-    low = re.sub(r"\s+", " ", word.lower())
-    return next(w for w in _UNIT_WORDS if w.lower() == low)

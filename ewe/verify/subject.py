@@ -67,8 +67,6 @@ def same_subject(a: str, b: str) -> bool:
 
 _ROMAN = re.compile(r"[IVXL]+")
 # lower-case words a person's own title may hold: "Gracchi brothers", "Izumo no Okuni"
-# lower-case words a title about the person may hold: kin ("The Wright brothers") and the Japanese
-# name particle ("Ono no Komachi"), kept out of text.py's NAME_PARTICLES, where "no" would be a name part
 _KIN = frozenset("brothers sisters family twins siblings no".split())
 
 

@@ -113,8 +113,7 @@ class ContradictionVeto:
         if not quantities(claim.text):
             return None
         given = set().union(*(word_keys(e.text + " " + e.title) for e in evidence))
-        first = claim.text.split()[0] if claim.text.split() else ""
-        subject = subject_names(claim.text) | word_keys(first)
+        subject = subject_names(claim.text) | word_keys((claim.text.split() or [""])[0])
         for span in sorted(close, key=lambda s: -s.sim):
             if span.missing_numbers:
                 continue
