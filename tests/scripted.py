@@ -18,6 +18,9 @@ from ewe.verify.prompt_subject import subject_of
 from ewe.verify.types import SUPPORTED, UNSUPPORTED, Claim, Evidence, SentenceCheck, Verdict
 
 
+FREE_SLOT = 10 ** 9  # the prompt end of a continuous batch's free slot (fed a placeholder, its logits unused)
+
+
 class ScriptedLM(LlamaForCausalLM):
     """`script(generated_ids, memory_units) -> (token_id, probability)` picks each next token.
 
@@ -52,6 +55,8 @@ class ScriptedLM(LlamaForCausalLM):
         vocab = out.logits.shape[-1]
         for b in range(input_ids.shape[0]):
             seq, prompt_end = rows[b]
+            if prompt_end == FREE_SLOT:
+                continue
             pos = position_ids[b if position_ids.shape[0] > 1 else 0].tolist()
             for p, t in zip(pos, input_ids[b].tolist()):
                 seq[p] = t
@@ -162,7 +167,52 @@ def _follow_rows_taken_out() -> None:
     DecodingSession.stack = classmethod(stack_rows)
 
 
+def _follow_slots() -> None:
+    """A continuous batch's rows sit in slots (engine/slots.py): a slot follows the script of the
+    row that joined into it or was written back to it, and a row taken out follows its slot's."""
+    from ewe.engine.slots import SlotSession
+
+    write, take = SlotSession._write, SlotSession.take_row
+
+    def states_of(session):
+        return session.model.__dict__.get("_states") if isinstance(session.model, ScriptedLM) else None
+
+    def write_slot(self, slot, part, row):
+        write(self, slot, part, row)
+        states = states_of(self)
+        if states is not None and id(part.cache) in states:
+            if id(self.cache) not in states:
+                _remember(states, self.cache, [])
+            rows = states[id(self.cache)]
+            while len(rows) <= slot:
+                rows.append(({}, FREE_SLOT))
+            seq, end = states[id(part.cache)][row]
+            rows[slot] = (dict(seq), end)
+        self.cache._scripted_key = id(self.cache)  # rows never move between slots: nothing to follow
+
+    def take_slot(self, row):
+        out = take(self, row)
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            seq, end = states[id(self.cache)][self.order[row]]
+            _remember(states, out.cache, [(dict(seq), end)])
+        return out
+
+    select = SlotSession.select_rows
+
+    def select_slots(self, rows):
+        used = set(self.order)
+        select(self, rows)
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            for slot in used - set(self.order):
+                states[id(self.cache)][slot] = ({}, FREE_SLOT)
+
+    SlotSession._write, SlotSession.take_row, SlotSession.select_rows = write_slot, take_slot, select_slots
+
+
 _follow_rows_taken_out()
+_follow_slots()
 
 
 def _logits(choice, vocab: int) -> torch.Tensor:

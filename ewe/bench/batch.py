@@ -6,7 +6,8 @@ and rewinds); for a method without pauses it is the plain batched decoding every
 Reported: wall seconds for the whole set each way (medians over repeats), answer tokens per
 second, the ratio, and how many rows wrote exactly what they write alone (greedy: all of them,
 or the ratio compares different work and says so), and the KV cache bytes copied for rows other
-than the one joining, leaving or written back (engine/session.py COPIES; a slot cache would make it 0).
+than the one joining, leaving or written back (engine/session.py COPIES: 0 for the continuous batch's
+slot cache, engine/slots.py, whose buffers, when outgrown, copy every row once: reported apart).
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def run_batch_bench(args, load_ewe) -> int:
             t0 = time.perf_counter()
             results = runs[name]()
             seconds[name].append(time.perf_counter() - t0)
-            copied[name] = {"other_rows": COPIES.other_rows, "own_rows": COPIES.own_rows}
+            copied[name] = {"other_rows": COPIES.other_rows, "own_rows": COPIES.own_rows, "grown": COPIES.grown}
             tokens[name] = sum(len(r.token_ids) for r in results)
             answers[name] = [r.token_ids for r in results]
             # every check's own time (claim extraction, evidence search, judge; the candidates' checks
@@ -100,7 +101,8 @@ def run_batch_bench(args, load_ewe) -> int:
     print(f"KV cache copied for other rows than the one joining, leaving or written back: "
           f"{mb['batched']:.1f} MiB batched ({copied['batched']['other_rows'] / max(1, tokens['batched']) / 1024:.0f} KiB "
           f"per answer token), {mb['one by one']:.1f} MiB one by one; the rows' own: "
-          f"{copied['batched']['own_rows'] / 2**20:.1f} and {copied['one by one']['own_rows'] / 2**20:.1f} MiB")
+          f"{copied['batched']['own_rows'] / 2**20:.1f} and {copied['one by one']['own_rows'] / 2**20:.1f} MiB; "
+          f"slot buffers outgrown: {copied['batched']['grown'] / 2**20:.1f} MiB batched")
     if controlled:
         print(f"of which the checks' own seconds (they hold the batch while they run): {checks['one by one']:.1f} s one by one, "
               f"{checks['batched']:.1f} s batched")

@@ -1,9 +1,9 @@
 """Continuous batching: rows join a token loop's batch while it is already decoding.
 
 Between two steps the loop hands each row that ended to its `RowFeed` and fills the free rows
-with the prompts the feed offers: each is prefilled on its own and added to the batch
-(right-aligned, reading its own memory), and its record, hooks, token limit and budget are its
-own. A server answers each request as its row ends, and a new request starts at the next step,
+with the prompts the feed offers: each is prefilled on its own and added to the batch (a slot
+of its own in the batch's KV cache: slots.py; reading its own memory), and its record, hooks,
+token limit and budget are its own. A server answers each request as its row ends, and a new request starts at the next step,
 not after the whole batch.
 
 A row that asks for a Branch waits outside the batch while the branch's rows decode as rows of
@@ -22,6 +22,7 @@ from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, Stop
 from .loop import TokenLoop
 from .request import Request
 from .session import DecodingSession
+from .slots import SlotSession
 
 __all__ = ["ContinuousLoop"]
 
@@ -51,9 +52,11 @@ class ContinuousLoop(TokenLoop):
         """`run_fed`'s start: the loop then decodes one step per `step_fed` (the engine's `step`)."""
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
-        if self.session.kv_cache != "dynamic":
-            raise ValueError("continuous batching adds rows to a running batch, which needs decoding.kv_cache "
-                             f"'dynamic' (got {self.session.kv_cache!r})")
+        template = self.session.template if isinstance(self.session, SlotSession) else self.session
+        if template.kv_cache != "dynamic":
+            raise ValueError("continuous batching rewinds and branches each row on a one-row session of its own, "
+                             f"which needs decoding.kv_cache 'dynamic' (got {template.kv_cache!r})")
+        self.session = SlotSession(template, capacity)  # each row in a slot of its own (slots.py)
         self.feed, self.capacity = feed, capacity
         self.records, self.reasons, self.row_prompt, self.row_decoded, self.live = [], [], [], [], []
         self.row_max, self.row_budget = [], []
@@ -125,8 +128,11 @@ class ContinuousLoop(TokenLoop):
     def writing(self, row: int) -> bool:
         return self.reasons[row] is None and row not in self.waiting
 
+    def alone(self) -> bool:
+        return False  # even one row is a row of the slot session: taken out to rewind, waits for its branch
+
     def _branches_join(self) -> bool:
-        return len(self.records) > 1
+        return True
 
     def _rows_to_come(self) -> bool:
         return bool(self.waiting or self.arriving)

@@ -95,6 +95,10 @@ class TokenLoop:
                 rec.finish_reason = reason
         return self.records
 
+    def alone(self) -> bool:
+        """Whether the session is this one row's own (rewinds and branches act on it directly)."""
+        return len(self.records) == 1
+
     def writing(self, row: int) -> bool:
         """Whether row `row` is writing (not stopped; in a continuous batch, not waiting for its branch)."""
         return self.reasons[row] is None
@@ -154,7 +158,7 @@ class TokenLoop:
 
         One row: a rewind's logits are the next step's. A batch: a row that rewinds gets its
         logits from the rewind and is written back after the others' step (fed a placeholder)."""
-        single = len(self.records) == 1
+        single = self.alone()
         for row in range(len(self.records)):
             while self.writing(row) and (reason := self._limit(row)):
                 if (rewound := self._end(row, reason)) is None:
@@ -279,7 +283,7 @@ class TokenLoop:
         stopped, tokens, seconds."""
         t0 = time.perf_counter()
         rows, start = len(branch.records), branch.start
-        source = self.session if len(self.records) == 1 else self.session.take_row(self.session_row(row))
+        source = self.session if self.alone() else self.session.take_row(self.session_row(row))
 
         def batch(session: DecodingSession) -> "TokenLoop":
             return TokenLoop(session, branch.sampler, self.stop_ids, start + branch.max_tokens, records=branch.records,
@@ -308,7 +312,7 @@ class TokenLoop:
     def _carry(self, row: int, action: Rewind) -> torch.Tensor | None:
         """Carry out `row`'s Rewind: on the session itself for one row, else on the row taken out of
         the batch (kept in `parts` until it is written back); the row's next logits [1, V]."""
-        if len(self.records) == 1:
+        if self.alone():
             return self._rewind(self.session, 0, action)
         part = self.session.take_row(self.session_row(row))
         logits = self._rewind(part, row, action)

@@ -24,15 +24,16 @@ CAPACITY_STEP = 256  # compiled steps: cache capacities rounded up to this, so p
 
 class CacheCopies:
     """Bytes of KV cache the batch operations copy (`ewe bench batch` reports them): `other_rows`,
-    rows copied because another row joined, left, or was written back (a stacked batch, a narrowed
-    or widened one); `own_rows`, the row taken out or written back itself, and a joining row's own
-    cache. A block or slot cache would bring `other_rows` to 0 (issue 58)."""
+    rows copied because another row joined, left, or was written back (a left-padded batch stacked,
+    narrowed or widened: this module's batches); `own_rows`, the row taken out or written back
+    itself, and a joining row's own cache; `grown`, every row copied when the continuous batch's
+    slot buffers are outgrown (engine/slots.py: rare, the buffers double)."""
 
     def __init__(self):
-        self.other_rows = self.own_rows = 0
+        self.reset()
 
     def reset(self) -> None:
-        self.other_rows = self.own_rows = 0
+        self.other_rows = self.own_rows = self.grown = 0
 
 
 COPIES = CacheCopies()

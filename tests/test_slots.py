@@ -1,0 +1,117 @@
+"""The continuous batch's slot cache (engine/slots.py) held to each row decoded alone on a
+DecodingSession (the reference), through joins into free slots, leaves, rewinds written back and
+grown buffers; and what it copies: never another row's cache, except when its buffers grow."""
+from __future__ import annotations
+
+import torch
+from test_batch_rows import _rows
+from tiny import tiny_ewe
+
+from ewe.controller.rows import memory_offset
+from ewe.engine.session import COPIES, cache_bytes
+from ewe.engine.slots import SlotSession
+
+ATOL = 1e-4  # float32: the batch attends over masked positions, alone over exact ones
+
+
+def _setup():
+    ewe = tiny_ewe()
+    ids, states = _rows(ewe)
+    return ewe, ids, ewe.runtime.session(None, memory_offset(ewe.config)), states
+
+
+class Alone:
+    """A row decoded on a one-row DecodingSession of its own: what its slot must match."""
+
+    def __init__(self, template, ids, state):
+        self.session = template.fresh(state)
+        self.logits = self.session.prefill(torch.tensor([ids]))
+
+    def step(self, token: int) -> torch.Tensor:
+        self.logits = self.session.step(torch.tensor([token]))
+        return self.logits
+
+
+def _join(slots: SlotSession, template, ids, state) -> tuple[Alone, torch.Tensor]:
+    part = template.fresh(state)
+    logits = part.prefill(torch.tensor([ids]))
+    slots.add_row(part)
+    return Alone(template, ids, state), logits
+
+
+def _step(slots: SlotSession, rows: list[Alone], tokens: list[int]) -> None:
+    batch = slots.step(torch.tensor(tokens))
+    for i, (row, token) in enumerate(zip(rows, tokens)):
+        torch.testing.assert_close(batch[i], row.step(token)[0], atol=ATOL, rtol=0)
+
+
+def test_rows_joining_leaving_and_rewinding_in_slots_decode_as_alone_and_copy_no_other_row():
+    ewe, ids, template, states = _setup()
+    slots = SlotSession(template, 2)
+    rows = []
+    for i in range(3):
+        row, logits = _join(slots, template, ids[i], states[i])
+        torch.testing.assert_close(logits, row.logits, atol=ATOL, rtol=0)
+        rows.append(row)
+    COPIES.reset()
+    for t in range(4):
+        _step(slots, rows, [7 + t, 11 + 2 * t, 13])
+    slots.select_rows([0, 2])  # the second row leaves: its slot (1) is free, a hole in the step
+    rows = [rows[0], rows[2]]
+    _step(slots, rows, [5, 6])
+    assert slots.order == [0, 2] and COPIES.other_rows == 0
+
+    row, _ = _join(slots, template, ids[3], states[3])  # takes the lowest free slot, the hole
+    rows.append(row)
+    assert slots.order == [0, 2, 1]
+    _step(slots, rows, [9, 10, 12])
+
+    part = slots.take_row(1)  # a rewind on the row taken out, written back
+    alone = rows[1].session
+    assert part.tokens.tolist() == alone.tokens.tolist()
+    cut = alone.length - 3
+    part.truncate(cut)
+    rows[1].logits = alone.truncate(cut)
+    slots.put_row(1, part)
+    part = slots.take_row(2)  # one that grew: new tokens fed on its own, written back
+    part.extend(torch.tensor([[3, 4, 5]]))
+    rows[2].session.extend(torch.tensor([[3, 4, 5]]))
+    slots.put_row(2, part)
+    for t in range(3):
+        _step(slots, rows, [20 + t, 30 + t, 40 + t])
+    assert COPIES.other_rows == 0 and COPIES.own_rows > 0
+    for i, row in enumerate(rows):  # each slot holds its row's tokens and reads its row's memory
+        assert slots.tokens[slots.order[i]] == row.session.tokens[0].tolist()
+        own = row.session.memory_state
+        assert (slots.row_memory(i) is None) == (own is None)
+        assert own is None or slots.row_memory(i).unit_bounds == own.unit_bounds
+
+
+def test_a_row_memory_changed_in_its_slot_is_read_by_that_row_only():
+    ewe, ids, template, states = _setup()
+    slots = SlotSession(template, 2)
+    rows = [_join(slots, template, ids[i], states[1])[0] for i in range(2)]
+    _step(slots, rows, [7, 8])
+    slots.set_row_memory(1, states[2])
+    rows[1].session.set_memory(states[2])
+    _step(slots, rows, [9, 10])
+    assert slots.row_memory(0) is None
+
+
+def test_buffers_outgrown_keep_every_row_and_count_the_copy():
+    """More rows than slots, a row longer than the positions: the buffers grow (every row copied,
+    counted apart), and the rows go on as alone."""
+    ewe, ids, template, states = _setup()
+    slots = SlotSession(template, 1)
+    rows = [_join(slots, template, ids[0], states[0])[0]]
+    COPIES.reset()
+    rows.append(_join(slots, template, ids[1], states[1])[0])
+    assert slots.cache.slots == 2 and COPIES.grown == cache_bytes(rows[0].session.cache) and COPIES.other_rows == 0
+    positions = slots.cache.positions
+    part = slots.take_row(0)
+    long = [3] * (positions - part.length + 2)
+    part.extend(torch.tensor([long]))
+    rows[0].session.extend(torch.tensor([long]))
+    slots.put_row(0, part)
+    assert slots.cache.positions > positions
+    _step(slots, rows, [4, 5])
