@@ -18,9 +18,6 @@ from ewe.verify.prompt_subject import subject_of
 from ewe.verify.types import SUPPORTED, UNSUPPORTED, Claim, Evidence, SentenceCheck, Verdict
 
 
-FREE_SLOT = 10 ** 9  # the prompt end of a continuous batch's free slot (fed a placeholder, its logits unused)
-
-
 class ScriptedLM(LlamaForCausalLM):
     """`script(generated_ids, memory_units) -> (token_id, probability)` picks each next token.
 
@@ -52,11 +49,10 @@ class ScriptedLM(LlamaForCausalLM):
         while len(rows) < input_ids.shape[0]:  # the rows were repeated (candidates sharing a prefix)
             rows.append((dict(rows[0][0]), rows[0][1]))
         memory = kwargs.get("ewe_memory")
+        slots = kwargs.get("ewe_slots")  # a slot cache's step: batch row b is the cache's row slots[b]
         vocab = out.logits.shape[-1]
         for b in range(input_ids.shape[0]):
-            seq, prompt_end = rows[b]
-            if prompt_end == FREE_SLOT:
-                continue
+            seq, prompt_end = rows[b if slots is None else int(slots[b])]
             pos = position_ids[b if position_ids.shape[0] > 1 else 0].tolist()
             for p, t in zip(pos, input_ids[b].tolist()):
                 seq[p] = t
@@ -64,7 +60,7 @@ class ScriptedLM(LlamaForCausalLM):
             for p in [p for p in seq if p > last]:
                 del seq[p]  # cropped away
             generated = [seq[p] for p in range(prompt_end + 1, last + 1)]
-            units = len(memory.unit_bounds[b]) if memory is not None else 0
+            units = len(memory.unit_bounds[b if slots is None else int(slots[b])]) if memory is not None else 0
             self.seq, self.prompt_end = seq, prompt_end  # the row's view, for scripts and tests that look inside
             if getattr(self.script, "wants_prompt", False):
                 choice = self.script(generated, units, [seq[p] for p in sorted(seq) if p <= prompt_end])
@@ -185,7 +181,7 @@ def _follow_slots() -> None:
                 _remember(states, self.cache, [])
             rows = states[id(self.cache)]
             while len(rows) <= slot:
-                rows.append(({}, FREE_SLOT))
+                rows.append(({}, 0))  # a free slot: never fed
             seq, end = states[id(part.cache)][row]
             rows[slot] = (dict(seq), end)
         self.cache._scripted_key = id(self.cache)  # rows never move between slots: nothing to follow
@@ -198,17 +194,7 @@ def _follow_slots() -> None:
             _remember(states, out.cache, [(dict(seq), end)])
         return out
 
-    select = SlotSession.select_rows
-
-    def select_slots(self, rows):
-        used = set(self.order)
-        select(self, rows)
-        states = states_of(self)
-        if states is not None and id(self.cache) in states:
-            for slot in used - set(self.order):
-                states[id(self.cache)][slot] = ({}, FREE_SLOT)
-
-    SlotSession._write, SlotSession.take_row, SlotSession.select_rows = write_slot, take_slot, select_slots
+    SlotSession._write, SlotSession.take_row = write_slot, take_slot
 
 
 _follow_rows_taken_out()

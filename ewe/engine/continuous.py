@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, Stop
+from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, RowSampler, Stop
 from .loop import TokenLoop
 from .request import Request
 from .session import DecodingSession
@@ -226,14 +226,27 @@ class ContinuousLoop(TokenLoop):
         return logits
 
     def sample(self, logits: torch.Tensor):
-        """The rows decoding a branch by the branch's own sampler (all its rows at once, as when the
-        branch is decoded alone), the others by their hooks' or the loop's."""
-        ids, logprobs, entropies = super().sample(logits)
+        """The writing rows' next tokens (the others get placeholders, never recorded): the rows
+        decoding a branch by the branch's own sampler (all its rows at once, as when the branch is
+        decoded alone), the others by their hooks' or the loop's."""
+        width = logits.shape[0]
+        ids = torch.zeros(width, dtype=torch.long, device=logits.device)
+        logprobs, entropies = logits.new_zeros(width, dtype=torch.float), logits.new_zeros(width, dtype=torch.float)
+        grouped = set()
         for group in self.groups.values():
             if any(self.writing(r) for r in group.rows):
                 rows = torch.tensor(group.rows, device=logits.device)
                 i, lp, ent = group.branch.sampler(logits[rows])
                 ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
+                grouped.update(group.rows)
+        plain = [r for r in range(width) if self.writing(r) and r not in grouped]
+        if plain:
+            rows = torch.tensor(plain, device=logits.device)
+            own = self.hook.sampler(self)
+            if isinstance(own, RowSampler):
+                own = RowSampler([own.samplers[r] for r in plain], own.default)
+            i, lp, ent = (own or self.sampler)(logits[rows])
+            ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
         return ids, logprobs, entropies
 
 

@@ -8,10 +8,12 @@ leaving frees the slot (nothing moves), and a row written back after a rewind ov
 slot alone. Before, rows shared one left-padded cache that `torch.cat` rebuilt whenever a row
 joined or left (engine/session.py, which `COPIES` measured at 11 MiB per answer token).
 
-A decode step runs over slots 0..n-1 (n: one past the highest slot in use): each row writes its
-token's keys at its own length (an index_put), and attends to its first length + 1 positions
-under a [n, 1, 1, positions] mask. A free slot inside that range is fed a placeholder and its
-output dropped: holes cost compute, never copies; new rows take the lowest free slot.
+A decode step feeds the rows in use only: each row writes its token's keys at its slot and its
+own length (an index_put), and its attention runs at its slot over slots 0..n-1 (n: one past the
+highest slot in use; modeling/attention.py `ewe_slots`), attending to its first length + 1
+positions under a [n, 1, 1, positions] mask. A free slot inside that range costs attention only
+(a zero query, its output dropped), never a copy, and no work in the other layers; new rows
+take the lowest free slot.
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ MIN_POSITIONS = 256
 
 class SlotLayer(DynamicLayer):
     """One decoder layer's slots. A forward through it is a decode step the session planned
-    (`SlotCache.plan`): one token per row of slots 0..n-1, kept for the rows in use."""
+    (`SlotCache.plan`): one token for each row in use, written at its slot and its length; attention
+    then reads slots 0..n-1."""
 
     def __init__(self):
         super().__init__()
@@ -53,8 +56,8 @@ class SlotLayer(DynamicLayer):
         if self.plan is None:
             raise RuntimeError("a slot cache is written by SlotSession.step only (one token per row)")
         rows, positions, n, length = self.plan
-        self.key_buffer[rows, :, positions] = key_states[rows, :, 0]
-        self.value_buffer[rows, :, positions] = value_states[rows, :, 0]
+        self.key_buffer[rows, :, positions] = key_states[:, :, 0]
+        self.value_buffer[rows, :, positions] = value_states[:, :, 0]
         self.keys, self.values = self.key_buffer[:n, :, :length], self.value_buffer[:n, :, :length]
         return self.keys, self.values
 
@@ -103,6 +106,11 @@ class SlotSession:
     kv_cache = "slots"
 
     def __init__(self, template: DecodingSession, slots: int = 1):
+        from ..modeling import NAME
+
+        if template.model.config._attn_implementation != NAME:
+            raise ValueError(f"a slot cache's rows attend at their slots through the {NAME!r} attention "
+                             f"(modeling.patch_model); this model runs {template.model.config._attn_implementation!r}")
         self.template = template
         self.model, self.position_offset = template.model, template.position_offset
         self.attention_impl, self.device = template.attention_impl, template.device
@@ -225,21 +233,20 @@ class SlotSession:
         length = max(self.lengths[s] for s in self.order) + 1
         self._ensure(n - 1, length)
         rows = torch.tensor(self.order, device=self.device)
-        ids = torch.zeros(n, 1, dtype=torch.long, device=self.device)
-        ids[rows, 0] = next_ids.to(self.device).view(-1)
         lengths = torch.tensor(self.lengths[:n], device=self.device)
         mask = torch.arange(length, device=self.device)[None, :] <= lengths[:, None]
         self.cache.set_plan((rows, lengths[rows], n, length))
         try:
             out = self.model(
-                input_ids=ids,
-                position_ids=(self.position_offset + lengths)[:, None],
-                attention_mask=mask[:, None, None, :],
+                input_ids=next_ids.to(self.device).view(-1, 1),
+                position_ids=(self.position_offset + lengths[rows])[:, None],
+                attention_mask=mask[:, None, None, :],  # by slot: attention runs at the slots (ewe_slots)
                 past_key_values=self.cache,
                 use_cache=True,
                 logits_to_keep=1,
                 ewe_memory=self._memory(n),
                 ewe_attention_impl=self.attention_impl,
+                ewe_slots=rows,
             )
         finally:
             self.cache.set_plan(None)
@@ -247,4 +254,4 @@ class SlotSession:
         for slot, token in zip(self.order, next_ids.view(-1).tolist()):
             self.lengths[slot] += 1
             self.tokens[slot].append(token)
-        return out.logits[rows, -1, :]
+        return out.logits[:, -1, :]

@@ -31,6 +31,7 @@ def ewe_attention_forward(
     dropout: float = 0.0,
     ewe_memory=None,
     ewe_attention_impl: str | None = None,
+    ewe_slots: torch.Tensor | None = None,
     **kwargs,
 ):
     """Attention over the working memory and the context (eq. 1).
@@ -38,7 +39,16 @@ def ewe_attention_forward(
     query: [B, Hq, Q, D]; key, value: [B, Hkv, L, D], the context including the cache;
     attention_mask: what the "ewe" mask function built (boolean, True = attend) or None
     for plain causal. Returns ([B, Q, Hq, D], None) like every registered attention.
+    ewe_slots: the query rows' rows of key and value (a continuous batch's slot cache,
+    engine/slots.py, holds more rows than step: the free slots between them). The rows run at
+    their slots and come back in query order, so the layers around attention see only them.
     """
+    if ewe_slots is not None:
+        at_slots = query.new_zeros((key.shape[0], *query.shape[1:]))
+        at_slots[ewe_slots] = query
+        out, _ = ewe_attention_forward(module, at_slots, key, value, attention_mask, scaling, dropout, ewe_memory,
+                                       ewe_attention_impl, **kwargs)
+        return out[ewe_slots], None
     if ewe_memory is None or ewe_memory.is_empty:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
