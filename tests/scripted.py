@@ -94,30 +94,15 @@ def _follow_row_selection(cache, states: dict, key: int) -> None:
     cache.batch_select_indices, cache._scripted_key = select_and_follow, key
 
 
-def _follow_rows_taken_out() -> None:
-    """A batch row taken out to rewind on its own (DecodingSession.take_row) keeps following its
-    script from its own tokens, and so does the row written back (put_row)."""
+def states_of(session):
+    """The script states of the model `session` decodes with (None: not a scripted model)."""
+    return session.model.__dict__.get("_states") if isinstance(session.model, ScriptedLM) else None
+
+
+def _follow_branches() -> None:
+    """A branch of a session (its candidates, a prompt read on top of its beginning) follows the
+    script from the session's tokens."""
     from ewe.engine.session import DecodingSession
-
-    take, put = DecodingSession.take_row, DecodingSession.put_row
-
-    def states_of(session):
-        return session.model.__dict__.get("_states") if isinstance(session.model, ScriptedLM) else None
-
-    def take_row(self, row):
-        out = take(self, row)
-        states = states_of(self)
-        if states is not None and id(self.cache) in states:
-            seq, end = states[id(self.cache)][row]
-            _remember(states, out.cache, [(dict(seq), end)])
-        return out
-
-    def put_row(self, row, part):
-        put(self, row, part)
-        states = states_of(self)
-        if states is not None and id(part.cache) in states and id(self.cache) in states:
-            seq, end = states[id(part.cache)][0]
-            states[id(self.cache)][row] = (dict(seq), end)
 
     branch = DecodingSession.branch
 
@@ -126,15 +111,6 @@ def _follow_rows_taken_out() -> None:
         if states is not None and id(self.cache) in states:
             self.model._last = states[id(self.cache)]
         return branch(self, *args, **kwargs)
-
-    stack = DecodingSession.stack.__func__
-
-    def stack_rows(cls, sessions):  # the rows of several sessions, each following its own tokens
-        out = stack(cls, sessions)
-        states = states_of(sessions[0])
-        if states is not None and all(id(s.cache) in states for s in sessions):
-            _remember(states, out.cache, [(dict(seq), end) for s in sessions for seq, end in states[id(s.cache)]])
-        return out
 
     read = DecodingSession.read
 
@@ -158,9 +134,7 @@ def _follow_rows_taken_out() -> None:
             states[id(self.cache)] = [(dict(seq), end) for _ in range(rows)]
 
     DecodingSession.repeat_rows = repeat_rows
-    DecodingSession.take_row, DecodingSession.put_row, DecodingSession.branch = take_row, put_row, branch_from
-    DecodingSession.read = read_from
-    DecodingSession.stack = classmethod(stack_rows)
+    DecodingSession.branch, DecodingSession.read = branch_from, read_from
 
 
 def _follow_slots() -> None:
@@ -169,9 +143,6 @@ def _follow_slots() -> None:
     from ewe.engine.slots import SlotSession
 
     write, take = SlotSession._write, SlotSession.take_row
-
-    def states_of(session):
-        return session.model.__dict__.get("_states") if isinstance(session.model, ScriptedLM) else None
 
     def write_slot(self, slot, part, row):
         write(self, slot, part, row)
@@ -197,7 +168,7 @@ def _follow_slots() -> None:
     SlotSession._write, SlotSession.take_row = write_slot, take_slot
 
 
-_follow_rows_taken_out()
+_follow_branches()
 _follow_slots()
 
 

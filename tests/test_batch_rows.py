@@ -66,69 +66,32 @@ def _alone(ewe, ids, state, rewind, max_new):
     return rec
 
 
-@pytest.mark.parametrize("compact", [True, False])
-def test_batch_rows_rewinding_on_their_own_write_what_each_writes_alone(compact):
+def test_a_row_of_a_token_loop_batch_may_not_rewind_on_its_own():
+    """Rows that rewind each on their own are a continuous batch's (below); a TokenLoop's rows go on
+    together, and one that asks to rewind is refused with what to use instead."""
     from ewe.engine import Continuation
-    from ewe.memory import MemoryState
 
     ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
-    ids, states = _rows(ewe)
-    alone = [_alone(ewe, i, s, r, 14) for i, s, r in zip(ids, states, REWINDS)]
+    ids, _ = _rows(ewe)
     records = [Continuation() for _ in PROMPTS]
-    session = ewe.runtime.session(MemoryState.stack(states), ewe.config.memory.unit_tokens)
-    session.set_row_memories(states)
     hooks = RowHooks([[RewindOnce(rec, **r)] for rec, r in zip(records, REWINDS)])
-    loop = TokenLoop(session, Sampler(), ewe.stop_ids, 14, records=records, hooks=[hooks], compact=compact)
-    input_ids, valid = left_padded([torch.tensor([i]) for i in ids], ewe.tokenizer.pad_token_id)
-    loop.run(input_ids, valid)
-    for row, (a, b) in enumerate(zip(alone, records)):
-        assert b.token_ids == a.token_ids, f"row {row}"
-        assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4), f"row {row}"
-        assert b.finish_reason == a.finish_reason
-    assert records[2].finish_reason == "eos" and len(records[2].token_ids) == 8  # ended by its rewind
+    loop = TokenLoop(ewe.runtime.session(), Sampler(), ewe.stop_ids, 14, records=records, hooks=[hooks])
+    with pytest.raises(ValueError, match="ContinuousLoop"):
+        loop.run(*left_padded([torch.tensor([i]) for i in ids], ewe.tokenizer.pad_token_id))
 
 
-def test_a_row_written_back_keeps_the_others_and_its_own_context_intact():
-    """take_row / put_row round trip: the batch is unchanged, its width narrows to what rows need."""
-    ewe = tiny_ewe()
-    ids = [ewe.prompt_ids(p) for p in PROMPTS]
-    session = ewe.runtime.session()
-    input_ids, valid = left_padded([torch.tensor([i]) for i in ids], ewe.tokenizer.pad_token_id)
-    session.prefill(input_ids, valid)
-    keys = [layer.keys.clone() for layer in session.cache.layers]
-    part = session.take_row(1)
-    assert part.length == len(ids[1]) and part.tokens[0].tolist() == ids[1]
-    session.put_row(1, part)
-    assert all(torch.equal(k, layer.keys) for k, layer in zip(keys, session.cache.layers))
-    longest = max(range(len(ids)), key=lambda r: len(ids[r]))
-    part = session.take_row(longest)
-    part.crop(3)
-    session.put_row(longest, part)
-    assert session.length == max(len(r) for i, r in enumerate(ids) if i != longest)  # narrowed
-    assert session.take_row(longest).tokens[0].tolist() == ids[longest][:3]
-
-
-def test_the_cache_copies_of_batch_operations_are_counted_for_other_rows_and_a_rows_own():
-    """engine/session.py COPIES (what `ewe bench batch` reports): a row joining copies every row
-    already in the batch (other rows) and its own; taking a row out copies only its own; a row
-    that leaves copies the rows that stay."""
+def test_rows_that_leave_a_batch_copy_the_rows_that_stay():
+    """engine/session.py COPIES (what `ewe bench batch` reports): a left-padded batch (a branch's
+    candidates) narrowed to the rows still writing copies those rows; the continuous batch's slots
+    copy none (test_slots.py)."""
     from ewe.engine.session import COPIES, cache_bytes
 
     ewe = tiny_ewe()
     session = ewe.runtime.session()
-    session.prefill(torch.tensor([ewe.prompt_ids(PROMPTS[0])]))
-    part = session.fresh()
-    part.prefill(torch.tensor([ewe.prompt_ids(PROMPTS[1])]))
-    before, joining = cache_bytes(session.cache), cache_bytes(part.cache)
-    COPIES.reset()
-    session.add_row(part)
-    assert COPIES.other_rows == before and COPIES.own_rows >= joining  # its own, left-padded to the batch
-    COPIES.reset()
-    row = session.take_row(1)
-    assert COPIES.other_rows == 0 and COPIES.own_rows == cache_bytes(row.cache)
+    session.prefill(*left_padded([torch.tensor([ewe.prompt_ids(p)]) for p in PROMPTS[:2]], ewe.tokenizer.pad_token_id))
     COPIES.reset()
     session.select_rows([0])
-    assert COPIES.other_rows == cache_bytes(session.cache) and COPIES.own_rows == 0
+    assert COPIES.other_rows == cache_bytes(session.cache) > 0 and COPIES.own_rows == 0
 
 
 # -- EWE's controller, a row each ---------------------------------------------------------------

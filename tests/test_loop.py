@@ -56,16 +56,6 @@ class ScriptSession:
         self.rows = [r[:length] for r in self.rows]
         return self._logits()
 
-    def take_row(self, row):
-        self.calls.append(("take_row", row))
-        out = ScriptSession(self.script)
-        out.rows = [list(self.rows[row])]
-        return out
-
-    def put_row(self, row, part):
-        self.calls.append(("put_row", row, len(part.rows[0])))
-        self.rows[row] = list(part.rows[0])
-
     def branch(self, length, rows, memory_state=None):
         self.calls.append(("branch", length, rows))
         out = ScriptSession(self.script)
@@ -282,15 +272,12 @@ class RewindRow(Hook):
         return None
 
 
-def test_a_batch_row_rewinds_alone_and_the_others_go_on():
-    lp, session, (a, b) = loop(counting(), max_new=5, hook=RewindRow(1, at=3, to=1), rows=2, budget=10)
-    assert a.token_ids == b.token_ids == [1, 2, 3, 4, 5] and a.finish_reason == b.finish_reason == "length"
-    assert lp.decoded == 7  # row 1 wrote tokens 2 and 3 twice
-    # the row was taken out and cut to its prompt and first token (3 tokens), the others' step fed it a
-    # placeholder, then it was written back; row 0 never left the batch
-    calls = session.calls
-    assert calls.index(("take_row", 1)) < calls.index(("step", [3, 3])) < calls.index(("put_row", 1, 3))
-    assert ("take_row", 0) not in calls
+def test_a_batch_row_may_not_rewind_alone_in_a_token_loop():
+    """A TokenLoop's rows go on together (a row that rewinds on its own: a ContinuousLoop's)."""
+    with pytest.raises(ValueError, match="rewind on its own.*ContinuousLoop"):
+        loop(counting(), max_new=5, hook=RewindRow(1, at=3, to=1), rows=2, budget=10)
+    lp, session, [a] = loop(counting(), max_new=5, hook=RewindRow(0, at=3, to=1), budget=10)
+    assert a.token_ids == [1, 2, 3, 4, 5] and lp.decoded == 7  # alone: tokens 2 and 3 written twice
 
 
 def test_continuation_is_a_record_the_loop_can_crop():

@@ -3,8 +3,12 @@
 Between two steps the loop hands each row that ended to its `RowFeed` and fills the free rows
 with the prompts the feed offers: each is prefilled on its own and added to the batch (a slot
 of its own in the batch's KV cache: slots.py; reading its own memory), and its record, hooks,
-token limit and budget are its own. A server answers each request as its row ends, and a new request starts at the next step,
-not after the whole batch.
+token limit and budget are its own. A server answers each request as its row ends, and a new
+request starts at the next step, not after the whole batch.
+
+Each row rewinds on its own (its hooks: `RowHooks`): the row is taken out of the batch as a
+one-row session, the action is carried out on it exactly as for a row alone, and it is written
+back into its slot after the others' step (fed a placeholder there).
 
 A row that asks for a Branch waits outside the batch while the branch's rows decode as rows of
 the same batch (each branch sampled by its own sampler over all its rows, stopped by its own
@@ -18,13 +22,13 @@ import time
 
 import torch
 
-from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, RowSampler, Stop
+from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, RowSampler
 from .loop import TokenLoop
 from .request import Request
 from .session import DecodingSession
 from .slots import SlotSession
 
-__all__ = ["ContinuousLoop"]
+__all__ = ["ContinuousLoop", "RowView"]
 
 
 class ContinuousLoop(TokenLoop):
@@ -38,6 +42,7 @@ class ContinuousLoop(TokenLoop):
         self.groups: dict[int, _BranchRows] = {}  # each waiting row's branch and the rows decoding it
         self.branch_rows: set[int] = set()  # rows that decode a branch (the loop's own, never the feed's)
         self.arriving: list[tuple[list[int], DecodingSession, torch.Tensor]] = []  # rows to add: their session, logits
+        self.parts: dict[int, DecodingSession] = {}  # rows taken out to rewind, written back after the step
 
     def run_fed(self, feed: RowFeed, capacity: int, hooks: list[Hook] | None = None) -> None:
         """Continuous batching: decode the rows `feed` offers, at most `capacity` at once, until no
@@ -131,14 +136,80 @@ class ContinuousLoop(TokenLoop):
     def alone(self) -> bool:
         return False  # even one row is a row of the slot session: taken out to rewind, waits for its branch
 
-    def _branches_join(self) -> bool:
-        return True
-
-    def _rows_to_come(self) -> bool:
-        return bool(self.waiting or self.arriving)
-
     def apart(self, row: int) -> DecodingSession | None:
+        """The session of row `row` while it waits out of the batch for its branch, else None."""
         return self.waiting[row].part if row in self.waiting else None
+
+    def session_row(self, row: int) -> int:
+        """Where record `row` is in the session's batch (rows that stopped or wait leave it)."""
+        return self.live.index(row)
+
+    def row_view(self, row: int) -> "RowView":
+        """What a row's hook may change of the session: its own memory (see RowView)."""
+        return RowView(self, row)
+
+    def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
+        """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
+        A row that rewinds gets its logits from the rewind and is written back after the others'
+        step (fed a placeholder); a row that branches waits out of the batch while its branch's rows
+        decode in it; rows back from their branch, and the branch's rows, join after the step."""
+        for row in range(len(self.records)):
+            while self.writing(row) and (reason := self._limit(row)):
+                if (rewound := self._end(row, reason)) is None:
+                    break
+                logits = self._put_back({row: rewound}, logits)
+        self._settle_branches()
+        logits = self._arrive(logits)
+        writing = [row for row in range(len(self.records)) if self.writing(row)]
+        if not writing:
+            return None
+        fed, completed = self._sample_step(logits, writing)
+        fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
+        for row in writing:
+            action, ending = self._answer(row, fed[row], completed)
+            if isinstance(action, Branch):
+                self._wait(row, action, None if ending else fed[row], ending)
+                continue
+            rewound = self._settle(row, action, ending)
+            if rewound is not None:
+                fresh[row] = rewound
+        self._settle_branches()
+        if not any(self.writing(r) and not self._limit(r) and r not in fresh for r in self.live):
+            if not any(self.writing(r) for r in range(len(self.records))) and not (self.waiting or self.arriving):
+                return None
+            return self._arrive(self._put_back(fresh, logits))  # nothing to feed: the next round samples or ends rows
+        return self._arrive(self._put_back(fresh, self._forward(lambda: self._step(fed), "decode")))
+
+    def _end(self, row: int, reason: str) -> torch.Tensor | None:
+        action = self.hook.on_end(self, row, reason)
+        if isinstance(action, Branch):
+            self._wait(row, action, None, reason)
+            return None
+        return self._settle(row, action, reason)
+
+    def _carry(self, row: int, action) -> torch.Tensor | None:
+        """Carry out `row`'s Rewind on the row taken out of the batch (kept in `parts` until it is
+        written back after the step; a row back from its branch: on its own session); the row's
+        next logits [1, V], None if it ended."""
+        part = self.parts.get(row) or self.session.take_row(self.session_row(row))
+        logits = self._rewind(part, row, action)
+        if logits is not None:
+            self.parts[row] = part
+        return logits
+
+    def _ended(self, row: int, reason: str) -> None:
+        self.reasons[row] = reason
+        self.parts.pop(row, None)
+
+    def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
+        """Write the rows that rewound back into the batch (after its step) with their own next logits."""
+        if not fresh:
+            return logits
+        logits = logits.clone()
+        for row, row_logits in fresh.items():
+            self.session.put_row(self.session_row(row), self.parts.pop(row))
+            logits[row] = row_logits[0]
+        return logits
 
     def _wait(self, row: int, branch: Branch, token: int | None, ending: str | None) -> None:
         """Row `row` leaves the batch until `branch`, decoded as rows of the batch, is answered;
@@ -190,20 +261,14 @@ class ContinuousLoop(TokenLoop):
                 self.arriving.append(([row], waiting.part, logits))
 
     def _go_on(self, row: int, waiting: "_Waiting", action) -> torch.Tensor | None:
-        """`_settle` for a row that waited outside the batch: its logits to rejoin with, None if it ended."""
-        if isinstance(action, Stop):
-            self.reasons[row] = action.reason
-            return None
-        if action is None:
-            if waiting.ending is not None:
-                self.reasons[row] = waiting.ending
-                return None
+        """`_settle` for a row back from its branch, on its own session: its logits to rejoin with,
+        None if it ended."""
+        if action is None and waiting.ending is None:
             return self._forward(lambda: waiting.part.step(torch.tensor([waiting.token])), "decode")
-        rewound = self._rewind(waiting.part, row, action)
-        if rewound is None or (waiting.ending not in (None, "eos") and self._spent(row)):
-            self.reasons[row] = waiting.ending or "eos"
-            return None
-        return rewound
+        self.parts[row] = waiting.part  # where `_carry` rewinds it
+        logits = self._settle(row, action, waiting.ending)
+        self.parts.pop(row, None)
+        return logits
 
     def _arrive(self, logits: torch.Tensor | None) -> torch.Tensor | None:
         """Add the rows waiting to join (a branch's rows, a row back from its branch) to the batch,
@@ -248,6 +313,28 @@ class ContinuousLoop(TokenLoop):
             i, lp, ent = (own or self.sampler)(logits[rows])
             ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
         return ids, logprobs, entropies
+
+
+class RowView:
+    """A batch row's view of the loop's session, for the hook that owns the row: the row reads
+    its own memory (a controller's refresh changes that row's only)."""
+
+    def __init__(self, loop: ContinuousLoop, row: int):
+        self.loop, self.row = loop, row
+
+    @property
+    def position_offset(self) -> int:
+        return self.loop.session.position_offset
+
+    def set_memory(self, memory_state, reencode: bool = False) -> None:
+        if reencode:
+            raise ValueError("memory.reencode_context re-reads the whole batch's context: decode the prompts one "
+                             "by one (controller.batch_rows: false)")
+        apart = self.loop.apart(self.row)
+        if apart is not None:  # out of the batch while its branch decodes: its own session
+            apart.set_memory(memory_state)
+        else:
+            self.loop.session.set_row_memory(self.loop.session_row(self.row), memory_state)
 
 
 class _Waiting:

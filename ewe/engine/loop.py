@@ -12,15 +12,13 @@ prompt read anew) and ask the hook what to do with them; or `Stop` a row of a ba
 EWE's controller, its candidate rewrites' first-sentence stop, Streaming-VR and FLARE are hooks; plain and
 batched decoding run it with none.
 
-Rows of a batch decode together; a row that stopped leaves the batch (its cache rows are
-dropped), so the steps after it cost only what the rows still writing need. Sampling still
-sees every row (a stopped one with a placeholder), so each row draws the same random numbers
-as when all rows stay. In a batch each row may rewind and branch on its own (each with its own
-hooks: `RowHooks`): the row is taken out of the batch as a session of its own, the action is
-carried out on it exactly as for a single row, and the row is written back (right-aligned, the
-batch's rows ragged under their left padding); the other rows go on with the next step.
-A branch is decoded at once, as a batch of its own; in a continuously batched loop
-(continuous.py: rows join a batch that is already decoding) its rows join the batch instead.
+One row rewinds and branches: a rewind crops the session, a branch is decoded at once as a
+batch of its own. The rows of a batch (a branch's candidates, plain batched decoding) go on
+together and may only stop; a row that stopped leaves the batch (its cache rows are dropped), so
+the steps after it cost only what the rows still writing need. Sampling still sees every row (a
+stopped one with a placeholder), so each row draws the same random numbers as when all rows
+stay. Rows that each rewind and branch on their own, and join while the others decode, are a
+continuous batch (continuous.py), which extends this loop.
 """
 from __future__ import annotations
 
@@ -32,7 +30,7 @@ from .actions import Branch, Continuation, Hook, Hooks, Rewind, RowHooks, Stop
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
-__all__ = ["Branch", "Continuation", "Hook", "Rewind", "RowHooks", "RowView", "Stop", "TokenLoop", "decode"]
+__all__ = ["Branch", "Continuation", "Hook", "Rewind", "RowHooks", "Stop", "TokenLoop", "decode"]
 
 
 class TokenLoop:
@@ -62,7 +60,6 @@ class TokenLoop:
         self.live: list[int] = []  # the records whose rows the session still holds, in its row order
         self.prompt_len = 0
         self.row_prompt: list[int] = []  # each row's own prompt tokens (its left padding not counted)
-        self.parts: dict[int, DecodingSession] = {}  # rows taken out to rewind, written back after the step
         self.prefill_s = 0.0
         self.model_s = 0.0  # prefill, forward passes and sampling
         self.decode_s = 0.0  # of model_s: sampling and the step forwards of sampled tokens
@@ -126,51 +123,35 @@ class TokenLoop:
 
     def _end(self, row: int, reason: str) -> torch.Tensor | None:
         """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if
-        it stopped (or waits for a branch)."""
-        action = self.hook.on_end(self, row, reason)
-        if isinstance(action, Branch) and self._branches_join():
-            self._wait(row, action, None, reason)
-            return None
-        return self._settle(row, self._resolve(action, row), reason)
-
-    def _branches_join(self) -> bool:
-        """Whether a branch's rows join this batch (a continuous batch: continuous.py) rather than
-        being decoded at once; then the row that asked waits (`_wait`)."""
-        return False
-
-    def _settle_branches(self) -> None:
-        """Hand the rows that wait for their branch its rows once they have ended (continuous.py)."""
-
-    def _arrive(self, logits: torch.Tensor | None) -> torch.Tensor | None:
-        """Add the rows waiting to join the batch (continuous.py); the logits with theirs."""
-        return logits
-
-    def _rows_to_come(self) -> bool:
-        """Whether rows not writing now will (continuous.py: rows waiting for a branch, or to join)."""
-        return False
-
-    def apart(self, row: int) -> DecodingSession | None:
-        """The session of row `row` while it is out of the batch (continuous.py), else None."""
-        return None
+        it stopped."""
+        return self._settle(row, self._resolve(self.hook.on_end(self, row, reason), row), reason)
 
     def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
         """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
-
-        One row: a rewind's logits are the next step's. A batch: a row that rewinds gets its
-        logits from the rewind and is written back after the others' step (fed a placeholder)."""
-        single = self.alone()
+        Only a row alone rewinds or branches (a batch whose rows do: continuous.py): a rewind's
+        logits are the next step's."""
         for row in range(len(self.records)):
             while self.writing(row) and (reason := self._limit(row)):
-                if (rewound := self._end(row, reason)) is None:
+                rewound = self._end(row, reason)
+                if rewound is None:
                     break
-                if single:
-                    return rewound
-                logits = self._put_back({row: rewound}, logits)
-        self._settle_branches()
-        logits = self._arrive(logits)
+                return rewound
         writing = [row for row in range(len(self.records)) if self.writing(row)]
         if not writing:
             return None
+        fed, completed = self._sample_step(logits, writing)
+        for row in writing:
+            action, ending = self._answer(row, fed[row], completed)
+            rewound = self._settle(row, self._resolve(action, row), ending)
+            if rewound is not None:
+                return rewound
+        if not any(self.writing(r) and not self._limit(r) for r in self.live):
+            return logits if any(self.writing(r) for r in self.live) else None  # the next round ends them
+        return self._forward(lambda: self._step(fed), "decode")
+
+    def _sample_step(self, logits: torch.Tensor, writing: list[int]) -> tuple[list[int], dict[int, list]]:
+        """Sample the writing rows' next tokens and record them; every row's token (a placeholder
+        for a row not writing), and the sentences each recorded token completed (not for a stop)."""
         t0 = time.perf_counter()
         ids, logprobs, entropies = self.sample(self.hook.logits(self, logits))
         self._timed("decode", time.perf_counter() - t0)
@@ -179,31 +160,18 @@ class TokenLoop:
             self.row_decoded[row] += 1
         self.hook.on_step(self)
         fed = ids.tolist()
-        fresh: dict[int, torch.Tensor] = {}  # rows that rewound: their next logits
         completed = {row: self.records[row].append(fed[row], lp, ent)  # (stopped rows leave the batch at the step)
                      for row, lp, ent in zip(writing, logprobs[writing].tolist(), entropies[writing].tolist())
                      if fed[row] not in self.stop_ids}
-        if completed and not single:
+        if completed and not self.alone():
             self.hook.before_tokens(self, completed)
-        for row in writing:
-            tok = fed[row]
-            ending = "eos" if tok in self.stop_ids else None
-            action = (self.hook.on_end(self, row, ending) if ending else
-                      self.hook.on_token(self, row, tok, completed[row]))
-            if isinstance(action, Branch) and self._branches_join():
-                self._wait(row, action, None if ending else tok, ending)
-                continue
-            rewound = self._settle(row, self._resolve(action, row), ending)
-            if single and rewound is not None:
-                return rewound
-            if rewound is not None:
-                fresh[row] = rewound
-        self._settle_branches()
-        if not any(self.writing(r) and not self._limit(r) and r not in fresh for r in self.live):
-            if not any(self.writing(r) for r in range(len(self.records))) and not self._rows_to_come():
-                return None
-            return self._arrive(self._put_back(fresh, logits))  # nothing to feed: the next round samples or ends rows
-        return self._arrive(self._put_back(fresh, self._forward(lambda: self._step(fed), "decode")))
+        return fed, completed
+
+    def _answer(self, row: int, token: int, completed: dict[int, list]):
+        """The hooks' answer to the row's new token, and why the row is ending ("eos"), if it is."""
+        if token in self.stop_ids:
+            return self.hook.on_end(self, row, "eos"), "eos"
+        return self.hook.on_token(self, row, token, completed[row]), None
 
     def sample(self, logits: torch.Tensor):
         """Each row's next token, by its hooks' sampler or the loop's."""
@@ -221,29 +189,12 @@ class TokenLoop:
             return None
         rewound = None if action is None else self._carry(row, action)
         if rewound is None or (ending not in (None, "eos") and self._spent(row)):
-            self.reasons[row] = ending or "eos"  # its end, or the hook's text that ended the answer
-            self.parts.pop(row, None)
+            self._ended(row, ending or "eos")  # its end, or the hook's text that ended the answer
             return None
         return rewound
 
-    def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
-        """Write the rows that rewound back into the batch (after its step) with their own next logits."""
-        if not fresh:
-            return logits
-        logits = logits.clone()
-        for row, row_logits in fresh.items():
-            part = self.parts.pop(row)
-            self.session.put_row(self.session_row(row), part)
-            logits[row] = row_logits[0]
-        return logits
-
-    def session_row(self, row: int) -> int:
-        """Where record `row` is in the session's batch (stopped rows leave it)."""
-        return self.live.index(row) if self.compact else row
-
-    def row_view(self, row: int) -> "RowView":
-        """What a row's hook may change of the session: its own memory (see RowView)."""
-        return RowView(self, row)
+    def _ended(self, row: int, reason: str) -> None:
+        self.reasons[row] = reason
 
     def _step(self, fed: list[int]) -> torch.Tensor:
         """Feed each live row its token, after dropping the rows that stopped; the next logits of
@@ -283,7 +234,8 @@ class TokenLoop:
         stopped, tokens, seconds."""
         t0 = time.perf_counter()
         rows, start = len(branch.records), branch.start
-        source = self.session if self.alone() else self.session.take_row(self.session_row(row))
+        self._alone_only("branch")
+        source = self.session
 
         def batch(session: DecodingSession) -> "TokenLoop":
             return TokenLoop(session, branch.sampler, self.stop_ids, start + branch.max_tokens, records=branch.records,
@@ -305,20 +257,19 @@ class TokenLoop:
 
     def apply(self, action: Rewind) -> torch.Tensor | None:
         """Carry out a hook's Rewind on a one-row loop; the logits to go on from (None when the answer ended)."""
-        if len(self.records) != 1:
+        if not self.alone():
             raise RuntimeError("apply rewinds a one-row loop; a batch row's rewind is carried out by the loop")
         return self._rewind(self.session, 0, action)
 
     def _carry(self, row: int, action: Rewind) -> torch.Tensor | None:
-        """Carry out `row`'s Rewind: on the session itself for one row, else on the row taken out of
-        the batch (kept in `parts` until it is written back); the row's next logits [1, V]."""
-        if self.alone():
-            return self._rewind(self.session, 0, action)
-        part = self.session.take_row(self.session_row(row))
-        logits = self._rewind(part, row, action)
-        if logits is not None:
-            self.parts[row] = part
-        return logits
+        """Carry out the row's Rewind on the session; its next logits [1, V] (None if it ended)."""
+        self._alone_only("rewind")
+        return self._rewind(self.session, 0, action)
+
+    def _alone_only(self, what: str) -> None:
+        if not self.alone():
+            raise ValueError(f"a row of a batch asked to {what} on its own: the rows of a TokenLoop go on together "
+                             "(rows that rewind and branch each on their own decode in a ContinuousLoop)")
 
     def _rewind(self, session: DecodingSession, row: int, action: Rewind) -> torch.Tensor | None:
         rec = self.records[row]
@@ -336,28 +287,6 @@ class TokenLoop:
             rec.finish(complete=True)
             return None
         return logits
-
-
-class RowView:
-    """A batch row's view of the loop's session, for the hook that owns the row: the row reads
-    its own memory (a controller's refresh changes that row's only)."""
-
-    def __init__(self, loop: TokenLoop, row: int):
-        self.loop, self.row = loop, row
-
-    @property
-    def position_offset(self) -> int:
-        return self.loop.session.position_offset
-
-    def set_memory(self, memory_state, reencode: bool = False) -> None:
-        if reencode:
-            raise ValueError("memory.reencode_context re-reads the whole batch's context: decode the prompts one "
-                             "by one (controller.batch_rows: false)")
-        apart = self.loop.apart(self.row)
-        if apart is not None:  # out of the batch while its branch decodes (continuous.py): its own session
-            apart.set_memory(memory_state)
-        else:
-            self.loop.session.set_row_memory(self.loop.session_row(self.row), memory_state)
 
 
 def decode(session: DecodingSession, input_ids: torch.Tensor, valid: torch.Tensor | None, sampler: Sampler,

@@ -24,10 +24,10 @@ CAPACITY_STEP = 256  # compiled steps: cache capacities rounded up to this, so p
 
 class CacheCopies:
     """Bytes of KV cache the batch operations copy (`ewe bench batch` reports them): `other_rows`,
-    rows copied because another row joined, left, or was written back (a left-padded batch stacked,
-    narrowed or widened: this module's batches); `own_rows`, the row taken out or written back
-    itself, and a joining row's own cache; `grown`, every row copied when the continuous batch's
-    slot buffers are outgrown (engine/slots.py: rare, the buffers double)."""
+    rows copied because another row left (this module's batches: a branch's candidates that stopped
+    leave, the rows that stay are selected anew); `own_rows`, a row taken out of the continuous
+    batch's slots or written back (engine/slots.py), and a joining row's own cache; `grown`, every
+    row copied when the slot buffers are outgrown (rare: they double)."""
 
     def __init__(self):
         self.reset()
@@ -78,7 +78,6 @@ class DecodingSession:
         self.cache: DynamicCache | None = None
         self.tokens: torch.Tensor | None = None  # [B, T] every context token, prompt included
         self.valid: torch.Tensor | None = None  # [B, T] 0 where a row is left-padded
-        self.row_memories: list | None = None  # each row's own one-row memory, once rows read their own
         self.forward_calls = 0
 
     @property
@@ -204,123 +203,17 @@ class DecodingSession:
         if self.kv_cache == "dynamic":
             COPIES.other_rows += cache_bytes(self.cache)
         self.tokens, self.valid = self.tokens[idx], self.valid[idx]
-        if self.row_memories is not None:
-            self.row_memories = [self.row_memories[r] for r in rows]
         if self.memory_state is not None:
             self.memory_state = self.memory_state.select_rows(rows)
 
-    # -- one row of a batch on its own: each row of a controlled batch rewinds and branches alone ---------
-
-    def set_row_memories(self, states: list) -> None:
-        """Each row reads its own memory from now on (one-row MemoryStates, None for none)."""
-        from ..memory.working_memory import MemoryState
-
-        self.row_memories = list(states)
-        self.memory_state = MemoryState.stack(self.row_memories)
-
     def row_memory(self, row: int):
         """What row `row` reads: a one-row MemoryState, None for none."""
-        if self.row_memories is not None:
-            return self.row_memories[row]
         return None if self.memory_state is None else self.memory_state.select_rows([row])
 
-    def set_row_memory(self, row: int, state) -> None:
-        """Row `row` reads `state` from its next token on (the others keep theirs)."""
-        if self.row_memories is None:
-            self.set_row_memories([self.row_memory(r) for r in range(self.tokens.shape[0])])
-        self.row_memories[row] = state
-        self.set_row_memories(self.row_memories)
-
-    def _dynamic_only(self, what: str) -> None:
-        if self.kv_cache != "dynamic":
-            raise ValueError(f"{what}: a batch whose rows rewind on their own needs decoding.kv_cache 'dynamic' "
-                             f"(got {self.kv_cache!r}); or decode the prompts one by one (controller.batch_rows: "
-                             "false)")
-
-    @classmethod
-    @torch.inference_mode()
-    def stack(cls, sessions: list["DecodingSession"]) -> "DecodingSession":
-        """One session whose rows are the rows of `sessions` in order (each right-aligned, padded on
-        its left), each reading its own memory: several rows' branches decoded as one batch."""
-        first = sessions[0]
-        if any(s.kv_cache != "dynamic" for s in sessions):
-            raise ValueError("stack: branches of several rows decoded as one batch need decoding.kv_cache 'dynamic'")
-        width = max(s.length for s in sessions)
-
-        out = first.fresh()
-        out.cache = DynamicCache(config=first.model.config)
-        for i in range(len(first.cache.layers)):
-            out.cache.update(torch.cat([_left_pad(s.cache.layers[i].keys, width, 2) for s in sessions]),
-                             torch.cat([_left_pad(s.cache.layers[i].values, width, 2) for s in sessions]), i)
-        out.tokens = torch.cat([_left_pad(s.tokens, width, 1) for s in sessions])
-        out.valid = torch.cat([_left_pad(s.valid, width, 1) for s in sessions])
-        out.set_row_memories([s.row_memory(k) for s in sessions for k in range(s.tokens.shape[0])])
-        return out
-
-    @torch.inference_mode()
-    def take_row(self, row: int) -> "DecodingSession":
-        """Row `row` as a one-row session of its own (a copy, without its padding), reading its own
-        memory: a row's rewind or branch is carried out on it, then written back with `put_row`."""
-        self._dynamic_only("take_row")
-        keep = self.valid[row].nonzero().view(-1)
-        out = self.fresh(self.row_memory(row))
-        out.cache = DynamicCache(config=self.model.config)
-        for i, layer in enumerate(self.cache.layers):
-            out.cache.update(layer.keys[row:row + 1, :, keep], layer.values[row:row + 1, :, keep], i)
-        out.tokens = self.tokens[row:row + 1, keep]
-        out.valid = torch.ones_like(out.tokens)
-        COPIES.own_rows += cache_bytes(out.cache)
-        return out
-
-    @torch.inference_mode()
-    def add_row(self, part: "DecodingSession") -> None:
-        """Add the rows of `part` (a prefilled session) as the batch's last rows, right-aligned, each
-        reading its own memory: a prompt, or a branch's rows, join a batch that is already decoding."""
-        self._dynamic_only("add_row")
-        if self.tokens is None:
-            self.cache, self.tokens, self.valid = part.cache, part.tokens, part.valid
-            self.set_row_memories([part.row_memory(k) for k in range(part.tokens.shape[0])])
-            return
-        others = cache_bytes(self.cache)
-        both = DecodingSession.stack([self, part])
-        COPIES.other_rows += others
-        COPIES.own_rows += cache_bytes(both.cache) - others
-        self.cache, self.tokens, self.valid = both.cache, both.tokens, both.valid
-        self.set_row_memories(both.row_memories)
-
     def clear(self) -> None:
-        """Every row left: the session is empty (the next `add_row` starts it again)."""
+        """Every row left: the session is empty."""
         self.cache = self.tokens = self.valid = None
-        self.memory_state, self.row_memories = None, None
-
-    @torch.inference_mode()
-    def put_row(self, row: int, part: "DecodingSession") -> None:
-        """Make row `row` hold `part` (a one-row session from `take_row`, since cropped or extended):
-        written right-aligned, the padding on its left; the batch widens when the row outgrew it
-        and narrows by the padding every row has."""
-        self._dynamic_only("put_row")
-        n = part.length
-        if n > self.length:
-            for layer in self.cache.layers:
-                layer.keys, layer.values = _left_pad(layer.keys, n, 2), _left_pad(layer.values, n, 2)
-            COPIES.other_rows += cache_bytes(self.cache)
-            self.tokens, self.valid = _left_pad(self.tokens, n, 1), _left_pad(self.valid, n, 1)
-        start = self.length - n
-        for layer, new in zip(self.cache.layers, part.cache.layers):
-            layer.keys[row, :, :start] = 0
-            layer.keys[row, :, start:] = new.keys[0]
-            layer.values[row, :, :start] = 0
-            layer.values[row, :, start:] = new.values[0]
-        COPIES.own_rows += cache_bytes(part.cache)
-        self.tokens[row, :start] = 0
-        self.tokens[row, start:] = part.tokens[0]
-        self.valid[row, :start] = 0
-        self.valid[row, start:] = 1
-        padded = int((self.valid.cumsum(dim=1) == 0).all(dim=0).sum())  # columns that are padding in every row
-        if padded:  # views: nothing copied
-            for layer in self.cache.layers:
-                layer.keys, layer.values = layer.keys[:, :, padded:], layer.values[:, :, padded:]
-            self.tokens, self.valid = self.tokens[:, padded:], self.valid[:, padded:]
+        self.memory_state = None
 
     def fresh(self, memory_state=None) -> "DecodingSession":
         """An empty session with this one's settings (model, positions, kernels, cache), reading `memory_state`."""
@@ -382,9 +275,3 @@ class DecodingSession:
         if reencode and self.tokens is not None:
             return self.prefill(self.tokens, self.valid)
         return None
-
-
-def _left_pad(t: torch.Tensor, width: int, dim: int) -> torch.Tensor:
-    """`t` padded with zeros on the left of dimension `dim` to `width`."""
-    short = width - t.shape[dim]
-    return torch.nn.functional.pad(t, [0, 0] * (t.dim() - 1 - dim) + [short, 0]) if short else t

@@ -106,11 +106,11 @@ class SlotSession:
     kv_cache = "slots"
 
     def __init__(self, template: DecodingSession, slots: int = 1):
-        from ..modeling import NAME
+        from ..modeling import NAME, attention_of
 
-        if template.model.config._attn_implementation != NAME:
+        if attention_of(template.model) != NAME:
             raise ValueError(f"a slot cache's rows attend at their slots through the {NAME!r} attention "
-                             f"(modeling.patch_model); this model runs {template.model.config._attn_implementation!r}")
+                             f"(modeling.patch_model); this model runs {attention_of(template.model)!r}")
         self.template = template
         self.model, self.position_offset = template.model, template.position_offset
         self.attention_impl, self.device = template.attention_impl, template.device

@@ -68,9 +68,14 @@ def register() -> None:
     AttentionMaskInterface.register(NAME, sdpa_mask)
 
 
+def attention_of(model) -> str:
+    """The attention implementation `model` runs ("ewe" once patched)."""
+    return model.config._attn_implementation
+
+
 def patch_model(model) -> None:
     """Switch a loaded model to the working-memory attention."""
     register()
     model.set_attn_implementation(NAME)
-    if model.config._attn_implementation != NAME:
+    if attention_of(model) != NAME:
         raise RuntimeError(f"{type(model).__name__} did not accept attn_implementation={NAME!r}")
