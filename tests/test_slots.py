@@ -88,14 +88,24 @@ def test_rows_joining_leaving_and_rewinding_in_slots_decode_as_alone_and_copy_no
 
 
 def test_a_row_memory_changed_in_its_slot_is_read_by_that_row_only():
+    """A refresh writes the row's own memory slot (engine/slot_memory.py): the other rows' slots and
+    the buffers stay where they are, and every row reads what it reads alone."""
     ewe, ids, template, states = _setup()
-    slots = SlotSession(template, 2)
-    rows = [_join(slots, template, ids[i], states[1])[0] for i in range(2)]
-    _step(slots, rows, [7, 8])
-    slots.set_row_memory(1, states[2])
-    rows[1].session.set_memory(states[2])
-    _step(slots, rows, [9, 10])
-    assert slots.row_memory(0) is None
+    slots = SlotSession(template, 3)
+    rows = [_join(slots, template, ids[i], state)[0] for i, state in enumerate([states[2], None, states[0]])]
+    _step(slots, rows, [7, 8, 9])
+    before = [k.clone() for k in slots.memory.keys]
+    where = [k.data_ptr() for k in slots.memory.keys]
+    slots.set_row_memory(1, states[0])
+    rows[1].session.set_memory(states[0])
+    _step(slots, rows, [9, 10, 11])
+    assert [k.data_ptr() for k in slots.memory.keys] == where
+    for k, old in zip(slots.memory.keys, before):
+        assert torch.equal(k[0], old[0]) and torch.equal(k[2], old[2])
+    slots.set_row_memory(0, None)
+    rows[0].session.set_memory(None)
+    _step(slots, rows, [12, 13, 14])
+    assert slots.row_memory(0) is None and slots.memory.bounds[0] == []
 
 
 def test_buffers_outgrown_keep_every_row_and_count_the_copy():

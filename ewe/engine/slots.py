@@ -22,6 +22,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
 from .session import COPIES, DecodingSession
+from .slot_memory import SlotMemory
 
 GROWTH = 2  # slots or positions multiplier when the buffers are outgrown
 MIN_POSITIONS = 256
@@ -120,7 +121,7 @@ class SlotSession:
         self.lengths: list[int] = []  # tokens each slot holds (a free slot: 0)
         self.tokens: list[list[int]] = []  # each slot's token ids
         self.memories: list = []  # what each slot's row reads: a one-row MemoryState, None for none
-        self._stacked: tuple | None = None  # (slots in use, memory objects) -> the batch's MemoryState
+        self.memory = SlotMemory(self.initial_slots)  # the same, in slots attention reads
         self.forward_calls = 0
 
     # -- rows in and out ------------------------------------------------------------------------
@@ -169,17 +170,16 @@ class SlotSession:
         for row in range(part.tokens.shape[0]):
             slot = self._free_slot()
             self._write(slot, part, row)
-            self.memories[slot] = part.row_memory(row)
+            self._set_memory(slot, part.row_memory(row))
             self.order.append(slot)
-        self._stacked = None
 
     def select_rows(self, rows: list[int]) -> None:
         """Keep only these rows, in this order; the others' slots are free (nothing is copied)."""
         kept = [self.order[r] for r in rows]
         for slot in set(self.order) - set(kept):
-            self.lengths[slot], self.tokens[slot], self.memories[slot] = 0, [], None
+            self.lengths[slot], self.tokens[slot] = 0, []
+            self._set_memory(slot, None)
         self.order = kept
-        self._stacked = None
 
     def clear(self) -> None:
         """Every row left (the buffers stay, for the rows to come)."""
@@ -211,18 +211,11 @@ class SlotSession:
 
     def set_row_memory(self, row: int, state) -> None:
         """Row `row` reads `state` from its next token on (the others keep theirs)."""
-        self.memories[self.order[row]] = state
-        self._stacked = None
+        self._set_memory(self.order[row], state)
 
-    def _memory(self, n: int):
-        """The memory of slots 0..n-1 as one batch (a free slot reads none); stacked anew only when
-        a row joined, left, or changed its memory."""
-        if self._stacked is None or self._stacked[0] != n:
-            from ..memory.working_memory import MemoryState  # (deferred: memory imports the engine's encoder)
-
-            used = set(self.order)
-            self._stacked = (n, MemoryState.stack([self.memories[s] if s in used else None for s in range(n)]))
-        return self._stacked[1]
+    def _set_memory(self, slot: int, state) -> None:
+        self.memories[slot] = state
+        self.memory.set(slot, state)
 
     # -- decoding -------------------------------------------------------------------------------
 
@@ -244,7 +237,7 @@ class SlotSession:
                 past_key_values=self.cache,
                 use_cache=True,
                 logits_to_keep=1,
-                ewe_memory=self._memory(n),
+                ewe_memory=self.memory.state(n),
                 ewe_attention_impl=self.attention_impl,
                 ewe_slots=rows,
             )
