@@ -42,7 +42,8 @@ class SlotMemory:
         old_slots, old_positions = self.bias.shape[0], self.bias.shape[3]
         slots = max(slots, GROWTH * old_slots) if slots > old_slots else old_slots
         positions = max(positions, GROWTH * old_positions) if positions > old_positions else old_positions
-        COPIES.grown += sum(2 * k.numel() * k.element_size() for k in self.keys)
+        held = sum(b[-1][1] for b in self.bounds if b)  # the rows' unit tokens, what is copied that matters
+        COPIES.grown += sum(2 * held * k[0, :, 0].numel() * k.element_size() for k in self.keys)
         for buffers in (self.keys, self.values):
             for i, old in enumerate(buffers):
                 buffers[i] = old.new_zeros(slots, old.shape[1], positions, old.shape[3])
