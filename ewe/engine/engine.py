@@ -31,6 +31,7 @@ class Engine:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.loop = None  # the batch's loop while rows are writing or waiting to
+        self.aborting: dict[int, Request] = {}  # running requests being aborted, by id of their record
 
     def add_request(self, request: Request) -> None:
         """Queue `request`; it gets a row at a step when one is free (first come, first served)."""
@@ -51,6 +52,7 @@ class Engine:
             return True
         if request.status == "running":
             request.status = "aborting"
+            self.aborting[id(request.record)] = request
             return True
         return False
 
@@ -67,6 +69,7 @@ class Engine:
         if not self.loop.step_fed():
             self.loop = None
         self.running = [r for r in self.running if r.status in ("running", "aborting")]
+        self.aborting = {key: r for key, r in self.aborting.items() if r.status == "aborting"}
         return self.has_unfinished()
 
     def run(self) -> None:
@@ -91,10 +94,8 @@ class _AbortRows(Hook):
         self.engine = engine
 
     def _stop(self, loop, row: int) -> Stop | None:
-        record = loop.records[row]
-        if any(r.status == "aborting" and r.record is record for r in self.engine.running):
-            return Stop("abort")
-        return None
+        request = self.engine.aborting.get(id(loop.records[row]))
+        return Stop("abort") if request is not None and request.status == "aborting" else None
 
     def on_token(self, loop, row: int, token: int, completed: list) -> Stop | None:
         return self._stop(loop, row)
