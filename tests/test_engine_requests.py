@@ -57,13 +57,20 @@ def test_a_request_added_between_steps_joins_and_answers_as_alone():
     assert [r.status for r in (first, second, third)] == ["finished"] * 3
 
 
-def test_a_waiting_request_aborted_never_starts_and_the_others_answer_as_alone():
-    alone = controlled(False).generate(PROMPTS[:3])
-    engine, outcomes = engine_of(controlled(True), 1), {}
-    reqs = requests(PROMPTS[:3], outcomes)
+def started(n: int, capacity: int, steps: int):
+    """The first n prompts answered alone, and added to an engine of `capacity` rows stepped `steps` times."""
+    alone = controlled(False).generate(PROMPTS[:n])
+    engine, outcomes = engine_of(controlled(True), capacity), {}
+    reqs = requests(PROMPTS[:n], outcomes)
     for request in reqs:
         engine.add_request(request)
-    engine.step()
+    for _ in range(steps):
+        engine.step()
+    return alone, engine, outcomes, reqs
+
+
+def test_a_waiting_request_aborted_never_starts_and_the_others_answer_as_alone():
+    alone, engine, outcomes, reqs = started(3, capacity=1, steps=1)
     assert [r.status for r in reqs] == ["running", "waiting", "waiting"]
     assert engine.abort(reqs[1]) and reqs[1].status == "aborted"
     assert isinstance(outcomes[1], RequestAborted)
@@ -74,13 +81,7 @@ def test_a_waiting_request_aborted_never_starts_and_the_others_answer_as_alone()
 
 
 def test_a_running_request_aborted_ends_with_what_it_wrote_and_the_others_go_on():
-    alone = controlled(False).generate(PROMPTS[:2])
-    engine, outcomes = engine_of(controlled(True), 2), {}
-    reqs = requests(PROMPTS[:2], outcomes)
-    for request in reqs:
-        engine.add_request(request)
-    for _ in range(6):
-        engine.step()
+    alone, engine, outcomes, reqs = started(2, capacity=2, steps=6)
     assert engine.abort(reqs[0]) and reqs[0].status == "aborting"
     engine.run()
     cut = outcomes[0]

@@ -225,6 +225,10 @@ class RowSampler:
     def __init__(self, samplers: list, default):
         self.samplers, self.default = samplers, default
 
+    def of_rows(self, rows: list[int]) -> "RowSampler":
+        """The samplers of these rows only, in this order (a batch sampling the rows still writing)."""
+        return RowSampler([self.samplers[r] for r in rows], self.default)
+
     def __call__(self, logits: torch.Tensor):
         import torch
 

@@ -57,11 +57,10 @@ class ContinuousLoop(TokenLoop):
         """`run_fed`'s start: the loop then decodes one step per `step_fed` (the engine's `step`)."""
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
-        template = self.session.template if isinstance(self.session, SlotSession) else self.session
-        if template.kv_cache != "dynamic":
+        if self.session.kv_cache != "dynamic":
             raise ValueError("continuous batching rewinds and branches each row on a one-row session of its own, "
-                             f"which needs decoding.kv_cache 'dynamic' (got {template.kv_cache!r})")
-        self.session = SlotSession(template, capacity)  # each row in a slot of its own (slots.py)
+                             f"which needs decoding.kv_cache 'dynamic' (got {self.session.kv_cache!r})")
+        self.session = SlotSession(self.session, capacity)  # each row in a slot of its own (slots.py)
         self.feed, self.capacity = feed, capacity
         self.records, self.reasons, self.row_prompt, self.row_decoded, self.live = [], [], [], [], []
         self.row_max, self.row_budget = [], []
@@ -309,7 +308,7 @@ class ContinuousLoop(TokenLoop):
             rows = torch.tensor(plain, device=logits.device)
             own = self.hook.sampler(self)
             if isinstance(own, RowSampler):
-                own = RowSampler([own.samplers[r] for r in plain], own.default)
+                own = own.of_rows(plain)
             i, lp, ent = (own or self.sampler)(logits[rows])
             ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
         return ids, logprobs, entropies

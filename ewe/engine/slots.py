@@ -104,8 +104,6 @@ class SlotSession:
     `clear`, `fresh`, and each row's memory. One-row sessions (a prompt's prefill, a row taken out
     to rewind, a branch) are DecodingSessions made by `fresh`, with `template`'s settings."""
 
-    kv_cache = "slots"
-
     def __init__(self, template: DecodingSession, slots: int = 1):
         from ..modeling import NAME, attention_of
 
@@ -122,7 +120,6 @@ class SlotSession:
         self.tokens: list[list[int]] = []  # each slot's token ids
         self.memories: list = []  # what each slot's row reads: a one-row MemoryState, None for none
         self.memory = SlotMemory(self.initial_slots)  # the same, in slots attention reads
-        self.forward_calls = 0
 
     # -- rows in and out ------------------------------------------------------------------------
 
@@ -243,7 +240,6 @@ class SlotSession:
             )
         finally:
             self.cache.set_plan(None)
-        self.forward_calls += 1
         for slot, token in zip(self.order, next_ids.view(-1).tolist()):
             self.lengths[slot] += 1
             self.tokens[slot].append(token)
