@@ -149,7 +149,9 @@ def test_controlled_rows_of_one_batch_answer_as_the_prompts_do_one_by_one(contro
 
     def spy(loop, fed):
         writing = [r for r in loop.live if loop.writing(r)]
-        steps.append((sorted(loop.groups), [r for r in writing if r not in loop.branch_rows]))
+        for row, group in loop.groups.items():  # a branch's rows are child requests of the row waiting for them
+            assert all(loop.rows[b].parent is loop.rows[row] for b in group.rows)
+        steps.append((sorted(loop.groups), [r for r in writing if loop.rows[r].parent is None]))
         return step(loop, fed)
 
     monkeypatch.setattr(TokenLoop, "_step", spy)

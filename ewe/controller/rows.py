@@ -57,7 +57,7 @@ class ControlledRows(RowFeed):
 
     def ended(self, loop: TokenLoop, row: int) -> None:
         request, t0, since = self.rows.pop(row)
-        request.status = "aborted" if loop.reasons[row] == "abort" else "finished"
+        request.status = "aborted" if request.finish_reason == "abort" else "finished"
         request.on_done(request.run.result(loop, t0, row, since))
 
     def run_of(self, row: int) -> ControlledRun | None:

@@ -189,13 +189,17 @@ class RowHooks(Hook):
     def __init__(self, rows: list[list[Hook]]):
         self.rows = [Hooks(h) for h in rows]
 
+    def of_rows(self, loop: "TokenLoop") -> list[Hook]:
+        """Each row's hooks, in row order."""
+        return self.rows
+
     def sampler(self, loop: "TokenLoop") -> Sampler | None:
-        own = [h.sampler(loop) for h in self.rows]
+        own = [h.sampler(loop) for h in self.of_rows(loop)]
         return None if all(s is None for s in own) else RowSampler(own, loop.sampler)
 
     def logits(self, loop: "TokenLoop", logits: torch.Tensor) -> torch.Tensor:
         out = logits
-        for r, h in enumerate(self.rows):
+        for r, h in enumerate(self.of_rows(loop)):
             if not loop.writing(r):
                 continue
             view = logits[r:r + 1]
@@ -207,15 +211,15 @@ class RowHooks(Hook):
         return out
 
     def on_step(self, loop: "TokenLoop") -> None:
-        for r, h in enumerate(self.rows):
+        for r, h in enumerate(self.of_rows(loop)):
             if loop.writing(r):
                 h.on_step(loop)
 
     def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Branch | Stop | None:
-        return self.rows[row].on_token(loop, row, token, completed)
+        return self.of_rows(loop)[row].on_token(loop, row, token, completed)
 
     def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | Branch | None:
-        return self.rows[row].on_end(loop, row, reason)
+        return self.of_rows(loop)[row].on_end(loop, row, reason)
 
 
 class RowSampler:

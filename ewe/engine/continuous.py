@@ -11,10 +11,13 @@ one-row session, the action is carried out on it exactly as for a row alone, and
 back into its slot after the others' step (fed a placeholder there).
 
 A row that asks for a Branch waits outside the batch while the branch's rows decode as rows of
-the same batch (each branch sampled by its own sampler over all its rows, stopped by its own
-hooks, as when it is decoded alone), so one row's candidate rewrites never hold up the others;
-when they have all ended the row's hook gets them (`then`) and the row rejoins, goes on from its
-answer or ends.
+the same batch (each a child Request of the waiting row's; each branch sampled by its own sampler
+over all its rows, stopped by its own hooks, as when it is decoded alone), so one row's candidate
+rewrites never hold up the others; when they have all ended the row's hook gets them (`then`)
+and the row rejoins, goes on from its answer or ends.
+
+Every row is a Request (`rows[row]`: its record, limits, hooks, state); a free row keeps the
+request that ended there until another takes it.
 """
 from __future__ import annotations
 
@@ -40,7 +43,6 @@ class ContinuousLoop(TokenLoop):
         self.free: list[int] = []  # rows that ended and were handed back: the next to join take them
         self.waiting: dict[int, _Waiting] = {}  # rows (out of the session) whose branch decodes as rows of the batch
         self.groups: dict[int, _BranchRows] = {}  # each waiting row's branch and the rows decoding it
-        self.branch_rows: set[int] = set()  # rows that decode a branch (the loop's own, never the feed's)
         self.arriving: list[tuple[list[int], DecodingSession, torch.Tensor]] = []  # rows to add: their session, logits
         self.parts: dict[int, DecodingSession] = {}  # rows taken out to rewind, written back after the step
 
@@ -62,10 +64,8 @@ class ContinuousLoop(TokenLoop):
                              f"which needs decoding.kv_cache 'dynamic' (got {self.session.kv_cache!r})")
         self.session = SlotSession(self.session, capacity)  # each row in a slot of its own (slots.py)
         self.feed, self.capacity = feed, capacity
-        self.records, self.reasons, self.row_prompt, self.row_decoded, self.live = [], [], [], [], []
-        self.row_max, self.row_budget = [], []
-        self.row_hooks = RowHooks([])
-        self.hook = Hooks([*(hooks or []), self.row_hooks])
+        self.rows, self.live = [], []
+        self.hook = Hooks([*(hooks or []), _RequestHooks()])
         self.next_logits: torch.Tensor | None = None
 
     def step_fed(self) -> bool:
@@ -80,22 +80,22 @@ class ContinuousLoop(TokenLoop):
     def _turn(self, logits: torch.Tensor | None) -> torch.Tensor | None:
         """Between two steps of a fed loop: hand back the rows that ended, add the rows that join;
         the logits to sample from [rows, V], None when no row is writing."""
-        for row, reason in enumerate(self.reasons):
-            if reason is not None and row not in self.free and row not in self.branch_rows:
-                if isinstance(self.records[row], Continuation):
-                    self.records[row].finish_reason = reason
+        for row, request in enumerate(self.rows):
+            if request.finish_reason is not None and row not in self.free and request.parent is None:
+                if isinstance(request.record, Continuation):
+                    request.record.finish_reason = request.finish_reason
                 self.free.append(row)
                 self.feed.ended(self, row)
         self._drop_stopped()
-        writing = sum(1 for r, reason in enumerate(self.reasons) if reason is None and r not in self.branch_rows)
-        slots = sorted(self.free) + list(range(len(self.records), len(self.records) + self.capacity))
+        writing = sum(1 for r in self.rows if r.finish_reason is None and r.parent is None)
+        slots = sorted(self.free) + list(range(len(self.rows), len(self.rows) + self.capacity))
         joining = self.feed.joining(self, slots[:self.capacity - writing]) if writing < self.capacity else []
         if not joining:
             return None if writing == 0 else logits
         fresh = {}
         for row, new in zip(slots, joining):
             fresh[row] = self._join(row, new)
-        width = max(len(self.records), max(fresh) + 1)
+        width = max(len(self.rows), max(fresh) + 1)
         full = next(iter(fresh.values())).new_zeros((width, next(iter(fresh.values())).shape[-1]))
         if logits is not None:
             full[:logits.shape[0]] = logits
@@ -112,25 +112,21 @@ class ContinuousLoop(TokenLoop):
         seconds = time.perf_counter() - t0
         self.prefill_s += seconds
         self.model_s += seconds
-        self._new_row(row, new.record, len(new.prompt_ids), new.max_new_tokens or self.max_new_tokens,
-                      new.budget or self.budget, new.hooks)
+        self._new_row(row, new, len(new.prompt_ids))
         self.live.append(row)
         return logits
 
-    def _new_row(self, row: int, record, prompt: int, max_new: int, budget: int, hooks: list) -> None:
-        """Row `row` (a free one, or the next) now writes `record`."""
-        if row == len(self.records):
-            for rows in (self.records, self.reasons, self.row_prompt, self.row_decoded, self.row_max,
-                         self.row_budget, self.row_hooks.rows):
-                rows.append(None)
+    def _new_row(self, row: int, request: Request, prompt: int) -> None:
+        """Row `row` (a free one, or the next) now writes `request`, whose prompt holds `prompt` tokens."""
+        request.start_row(prompt)
+        if row == len(self.rows):
+            self.rows.append(request)
         else:
             self.free.remove(row)
-        self.records[row], self.reasons[row], self.row_decoded[row] = record, None, 0
-        self.row_prompt[row], self.row_max[row], self.row_budget[row] = prompt, max_new, budget
-        self.row_hooks.rows[row] = Hooks(hooks)
+            self.rows[row] = request
 
     def writing(self, row: int) -> bool:
-        return self.reasons[row] is None and row not in self.waiting
+        return self.rows[row].finish_reason is None and row not in self.waiting
 
     def alone(self) -> bool:
         return False  # even one row is a row of the slot session: taken out to rewind, waits for its branch
@@ -152,14 +148,14 @@ class ContinuousLoop(TokenLoop):
         A row that rewinds gets its logits from the rewind and is written back after the others'
         step (fed a placeholder); a row that branches waits out of the batch while its branch's rows
         decode in it; rows back from their branch, and the branch's rows, join after the step."""
-        for row in range(len(self.records)):
+        for row in range(len(self.rows)):
             while self.writing(row) and (reason := self._limit(row)):
                 if (rewound := self._end(row, reason)) is None:
                     break
                 logits = self._put_back({row: rewound}, logits)
         self._settle_branches()
         logits = self._arrive(logits)
-        writing = [row for row in range(len(self.records)) if self.writing(row)]
+        writing = [row for row in range(len(self.rows)) if self.writing(row)]
         if not writing:
             return None
         fed, completed = self._sample_step(logits, writing)
@@ -174,7 +170,7 @@ class ContinuousLoop(TokenLoop):
                 fresh[row] = rewound
         self._settle_branches()
         if not any(self.writing(r) and not self._limit(r) and r not in fresh for r in self.live):
-            if not any(self.writing(r) for r in range(len(self.records))) and not (self.waiting or self.arriving):
+            if not any(self.writing(r) for r in range(len(self.rows))) and not (self.waiting or self.arriving):
                 return None
             return self._arrive(self._put_back(fresh, logits))  # nothing to feed: the next round samples or ends rows
         return self._arrive(self._put_back(fresh, self._forward(lambda: self._step(fed), "decode")))
@@ -197,7 +193,7 @@ class ContinuousLoop(TokenLoop):
         return logits
 
     def _ended(self, row: int, reason: str) -> None:
-        self.reasons[row] = reason
+        super()._ended(row, reason)
         self.parts.pop(row, None)
 
     def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
@@ -221,20 +217,22 @@ class ContinuousLoop(TokenLoop):
     def _spawn(self, row: int, branch: Branch) -> None:
         """The rows of `branch` (from the waiting row `row`'s answer) join the batch after this step."""
         t0 = time.perf_counter()
+        parent = self.rows[row]
         part, n = self.waiting[row].part, len(branch.records)
         if branch.prompt_ids is None:
-            session, logits = part.branch(self.row_prompt[row] + branch.start, n, branch.memory_state)
-            prompt = self.row_prompt[row]
+            session, logits = part.branch(parent.prompt_len + branch.start, n, branch.memory_state)
+            prompt = parent.prompt_len
         else:
             session, logits = part.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
             session.repeat_rows(n, branch.memory_state)
             logits, prompt = logits.repeat(n, 1), len(branch.prompt_ids)
         rows = []
+        limit = branch.start + branch.max_tokens
         for record in branch.records:
-            rows.append(min(self.free) if self.free else len(self.records))
-            limit = branch.start + branch.max_tokens
-            self._new_row(rows[-1], record, prompt, limit, limit, branch.hooks)
-        self.branch_rows.update(rows)
+            rows.append(min(self.free) if self.free else len(self.rows))
+            child = Request(record=record, hooks=branch.hooks, max_new_tokens=limit, budget=limit, status="running",
+                            parent=parent)
+            self._new_row(rows[-1], child, prompt)
         self.groups[row] = _BranchRows(branch, rows, t0)
         self.arriving.append((rows, session, logits))
         self.branch_s += time.perf_counter() - t0
@@ -242,14 +240,15 @@ class ContinuousLoop(TokenLoop):
     def _settle_branches(self) -> None:
         """Hand each waiting row its branch's rows once they have all ended; the row goes on (it
         rejoins the batch after this step), ends, or waits for the next branch its hook asks for."""
-        for row in [r for r, g in self.groups.items() if all(self.reasons[b] for b in g.rows)]:
+        for row in [r for r, g in self.groups.items() if all(self.rows[b].finish_reason for b in g.rows)]:
             group = self.groups.pop(row)
             self._remove(set(group.rows))
-            self.branch_rows.difference_update(group.rows)
             self.free += group.rows
             branch = group.branch
             decoded = sum(len(rec.tokens) - branch.start for rec in branch.records)
-            action = branch.then(branch.records, [self.reasons[b] for b in group.rows], decoded,
+            for b in group.rows:
+                self.rows[b].status = "finished"
+            action = branch.then(branch.records, [self.rows[b].finish_reason for b in group.rows], decoded,
                                  time.perf_counter() - group.t0)
             if isinstance(action, Branch):
                 self._spawn(row, action)
@@ -274,7 +273,7 @@ class ContinuousLoop(TokenLoop):
         with their logits in `logits` [rows, V]."""
         if not self.arriving:
             return logits
-        width = len(self.records)
+        width = len(self.rows)
         if logits is None or logits.shape[0] < width:
             grown = self.arriving[0][2].new_zeros((width, self.arriving[0][2].shape[-1]))
             if logits is not None:
@@ -312,6 +311,23 @@ class ContinuousLoop(TokenLoop):
             i, lp, ent = (own or self.sampler)(logits[rows])
             ids[rows], logprobs[rows], entropies[rows] = i.to(ids.device), lp, ent
         return ids, logprobs, entropies
+
+
+class _RequestHooks(RowHooks):
+    """Each row answered by its request's own hooks (a client's row: its method's and watchers'; a
+    branch's row: the branch's)."""
+
+    def __init__(self):
+        super().__init__([])
+
+    def of_rows(self, loop: "ContinuousLoop") -> list[Hook]:
+        return [Hooks(request.hooks) for request in loop.rows]
+
+    def on_token(self, loop: "ContinuousLoop", row: int, token: int, completed: list):
+        return Hooks(loop.rows[row].hooks).on_token(loop, row, token, completed)
+
+    def on_end(self, loop: "ContinuousLoop", row: int, reason: str):
+        return Hooks(loop.rows[row].hooks).on_end(loop, row, reason)
 
 
 class RowView:

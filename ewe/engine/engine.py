@@ -31,7 +31,6 @@ class Engine:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.loop = None  # the batch's loop while rows are writing or waiting to
-        self.aborting: dict[int, Request] = {}  # running requests being aborted, by id of their record
 
     def add_request(self, request: Request) -> None:
         """Queue `request`; it gets a row at a step when one is free (first come, first served)."""
@@ -51,8 +50,7 @@ class Engine:
                 request.on_error(RequestAborted("aborted before it started"))
             return True
         if request.status == "running":
-            request.status = "aborting"
-            self.aborting[id(request.record)] = request
+            request.status = "aborting"  # its row's request: the loop's abort hook sees it
             return True
         return False
 
@@ -65,11 +63,10 @@ class Engine:
         if self.loop is None:
             if not self.waiting:
                 return False
-            self.loop = self.method.joining_loop(self._take, self.capacity, self.dec, hooks=[_AbortRows(self)])
+            self.loop = self.method.joining_loop(self._take, self.capacity, self.dec, hooks=[_AbortRows()])
         if not self.loop.step_fed():
             self.loop = None
         self.running = [r for r in self.running if r.status in ("running", "aborting")]
-        self.aborting = {key: r for key, r in self.aborting.items() if r.status == "aborting"}
         return self.has_unfinished()
 
     def run(self) -> None:
@@ -90,12 +87,8 @@ class Engine:
 class _AbortRows(Hook):
     """Stops the row of a request being aborted at its next token or end."""
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
-
     def _stop(self, loop, row: int) -> Stop | None:
-        request = self.engine.aborting.get(id(loop.records[row]))
-        return Stop("abort") if request is not None and request.status == "aborting" else None
+        return Stop("abort") if loop.rows[row].status == "aborting" else None
 
     def on_token(self, loop, row: int, token: int, completed: list) -> Stop | None:
         return self._stop(loop, row)

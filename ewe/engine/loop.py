@@ -27,6 +27,7 @@ import time
 import torch
 
 from .actions import Branch, Continuation, Hook, Hooks, Rewind, RowHooks, Stop
+from .request import Request
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
@@ -41,64 +42,69 @@ class TokenLoop:
     included (a hook that rewinds could otherwise loop forever); None: max_new_tokens.
     compact: drop stopped rows from the batch (False keeps the batch rectangular, each stopped
     row fed a stop token: the reference that tests and `ewe bench` hold compaction to).
+    Each row is a `Request` (`rows`), which holds its record, limits and state; `records` and
+    `reasons` are what hooks read of them.
     """
 
     def __init__(self, session: DecodingSession, sampler: Sampler, stop_ids: set[int], max_new_tokens: int,
                  records: list | None = None, hooks: list[Hook] | None = None, budget: int | None = None,
-                 compact: bool = True, row_max: list[int] | None = None):
+                 compact: bool = True):
         self.session, self.sampler, self.stop_ids = session, sampler, stop_ids
         self.max_new_tokens = max_new_tokens
-        self.row_max = row_max  # each row's own max_new_tokens (branches of several rows decoded together)
-        self.records = records
+        self.rows: list[Request] = [] if records is None else [Request(record=r, status="running") for r in records]
         self.hook = Hooks(hooks or [])  # the hooks in order, answering as one
         self.budget = budget if budget is not None else max_new_tokens
         self.compact = compact  # False: a stopped row stays in the batch, fed a stop token (the reference)
         self.decoded = 0  # steps sampled
-        self.row_decoded: list[int] = []  # tokens sampled for each row (its budget counts them)
-        self.row_budget: list[int] | None = None  # each row's own budget (rows that joined a running batch)
-        self.reasons: list[str | None] = []  # why each row stopped, once it has
-        self.live: list[int] = []  # the records whose rows the session still holds, in its row order
+        self.live: list[int] = []  # the rows the session still holds, in its row order
         self.prompt_len = 0
-        self.row_prompt: list[int] = []  # each row's own prompt tokens (its left padding not counted)
         self.prefill_s = 0.0
         self.model_s = 0.0  # prefill, forward passes and sampling
         self.decode_s = 0.0  # of model_s: sampling and the step forwards of sampled tokens
         self.rewind_s = 0.0  # of model_s: carrying out Rewinds (cache crops, restored tokens' forwards)
         self.branch_s = 0.0  # carrying out Branches (their batches' prefill and decoding; not in model_s)
 
+    @property
+    def records(self) -> list:
+        """Each row's record (what it wrote so far)."""
+        return [r.record for r in self.rows]
+
+    @property
+    def reasons(self) -> list[str | None]:
+        """Why each row stopped (None while it writes)."""
+        return [r.finish_reason for r in self.rows]
+
     def run(self, input_ids: torch.Tensor, valid: torch.Tensor | None = None) -> list:
         """Prefill `input_ids` [B, T] (left-padded where `valid` is 0) and decode; return the records."""
         t0 = time.perf_counter()
         logits = self.session.prefill(input_ids, valid)
-        self.row_prompt = (valid.sum(dim=1).tolist() if valid is not None else [input_ids.shape[1]] * input_ids.shape[0])
         self.prefill_s = time.perf_counter() - t0
         self.model_s += self.prefill_s
-        return self.run_from(logits, input_ids.shape[1])
+        return self.run_from(logits, input_ids.shape[1], None if valid is None else valid.sum(dim=1).tolist())
 
-    def run_from(self, logits: torch.Tensor, prompt_len: int) -> list:
-        """Decode from a session already holding `prompt_len` tokens per row, `logits` [B, V] next."""
+    def run_from(self, logits: torch.Tensor, prompt_len: int, prompts: list[int] | None = None) -> list:
+        """Decode from a session already holding `prompt_len` tokens per row (`prompts`: each row's
+        own, its left padding not counted), `logits` [B, V] next."""
         self.prompt_len = prompt_len
-        if len(self.row_prompt) != logits.shape[0]:
-            self.row_prompt = [prompt_len] * logits.shape[0]
-        if self.records is None:
-            self.records = [Continuation() for _ in range(logits.shape[0])]
-        self.reasons = [None] * len(self.records)
-        self.row_decoded = [0] * len(self.records)
-        self.live = list(range(len(self.records)))
+        if not self.rows:
+            self.rows = [Request(record=Continuation(), status="running") for _ in range(logits.shape[0])]
+        for row, request in enumerate(self.rows):
+            request.start_row(prompt_len if prompts is None else prompts[row])
+        self.live = list(range(len(self.rows)))
         while logits is not None:
             logits = self._advance(logits)
-        for rec, reason in zip(self.records, self.reasons):
-            if isinstance(rec, Continuation):
-                rec.finish_reason = reason
+        for request in self.rows:
+            if isinstance(request.record, Continuation):
+                request.record.finish_reason = request.finish_reason
         return self.records
 
     def alone(self) -> bool:
         """Whether the session is this one row's own (rewinds and branches act on it directly)."""
-        return len(self.records) == 1
+        return len(self.rows) == 1
 
     def writing(self, row: int) -> bool:
         """Whether row `row` is writing (not stopped; in a continuous batch, not waiting for its branch)."""
-        return self.reasons[row] is None
+        return self.rows[row].finish_reason is None
 
     def _remove(self, rows) -> None:
         """Take these rows out of the session's batch now (a row that waits, a branch's rows that ended)."""
@@ -111,15 +117,17 @@ class TokenLoop:
 
     def _drop_stopped(self) -> None:
         """Take the rows that stopped out of the session's batch (`live`: the rows it still holds)."""
-        self._remove({r for r in self.live if self.reasons[r]})
+        self._remove({r for r in self.live if self.rows[r].finish_reason})
 
     def _limit(self, row: int) -> str | None:
-        if len(self.records[row].tokens) >= (self.row_max[row] if self.row_max else self.max_new_tokens):
+        request = self.rows[row]
+        if len(request.record.tokens) >= (request.max_new_tokens or self.max_new_tokens):
             return "length"
         return "budget" if self._spent(row) else None
 
     def _spent(self, row: int) -> bool:
-        return self.row_decoded[row] >= (self.row_budget[row] if self.row_budget else self.budget)
+        request = self.rows[row]
+        return request.sampled >= (request.budget or self.budget)
 
     def _end(self, row: int, reason: str) -> torch.Tensor | None:
         """The row stops for `reason` unless its hook rewinds; the logits to go on from [1, V], None if
@@ -130,13 +138,13 @@ class TokenLoop:
         """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
         Only a row alone rewinds or branches (a batch whose rows do: continuous.py): a rewind's
         logits are the next step's."""
-        for row in range(len(self.records)):
+        for row in range(len(self.rows)):
             while self.writing(row) and (reason := self._limit(row)):
                 rewound = self._end(row, reason)
                 if rewound is None:
                     break
                 return rewound
-        writing = [row for row in range(len(self.records)) if self.writing(row)]
+        writing = [row for row in range(len(self.rows)) if self.writing(row)]
         if not writing:
             return None
         fed, completed = self._sample_step(logits, writing)
@@ -157,10 +165,10 @@ class TokenLoop:
         self._timed("decode", time.perf_counter() - t0)
         self.decoded += 1
         for row in writing:
-            self.row_decoded[row] += 1
+            self.rows[row].sampled += 1
         self.hook.on_step(self)
         fed = ids.tolist()
-        completed = {row: self.records[row].append(fed[row], lp, ent)  # (stopped rows leave the batch at the step)
+        completed = {row: self.rows[row].record.append(fed[row], lp, ent)  # (stopped rows leave the batch at the step)
                      for row, lp, ent in zip(writing, logprobs[writing].tolist(), entropies[writing].tolist())
                      if fed[row] not in self.stop_ids}
         if completed and not self.alone():
@@ -185,7 +193,7 @@ class TokenLoop:
         if action is None and ending is None:
             return None
         if isinstance(action, Stop):
-            self.reasons[row] = action.reason
+            self.rows[row].finish_reason = action.reason
             return None
         rewound = None if action is None else self._carry(row, action)
         if rewound is None or (ending not in (None, "eos") and self._spent(row)):
@@ -194,19 +202,20 @@ class TokenLoop:
         return rewound
 
     def _ended(self, row: int, reason: str) -> None:
-        self.reasons[row] = reason
+        self.rows[row].finish_reason = reason
 
     def _step(self, fed: list[int]) -> torch.Tensor:
         """Feed each live row its token, after dropping the rows that stopped; the next logits of
         every row [B, V] (a stopped row's: a placeholder, never sampled into its record)."""
         if not self.compact:
             stop = next(iter(self.stop_ids), 0)
-            return self.session.step(torch.tensor([stop if self.reasons[r] else t for r, t in enumerate(fed)]))
+            return self.session.step(torch.tensor([stop if self.rows[r].finish_reason else t
+                                                   for r, t in enumerate(fed)]))
         self._drop_stopped()
         logits = self.session.step(torch.tensor([fed[r] for r in self.live]))
-        if self.live == list(range(len(self.records))):
+        if self.live == list(range(len(self.rows))):
             return logits  # every row, in record order (a row that joined a running batch may sit elsewhere)
-        full = logits.new_zeros((len(self.records), logits.shape[-1]))
+        full = logits.new_zeros((len(self.rows), logits.shape[-1]))
         full[self.live] = logits
         return full
 
@@ -242,9 +251,10 @@ class TokenLoop:
                              hooks=branch.hooks)
 
         if branch.prompt_ids is None:
-            session, logits = source.branch(self.row_prompt[row] + start, rows, branch.memory_state)
+            prompt = self.rows[row].prompt_len
+            session, logits = source.branch(prompt + start, rows, branch.memory_state)
             rows_loop = batch(session)
-            rows_loop.run_from(logits, self.row_prompt[row])
+            rows_loop.run_from(logits, prompt)
         else:
             session, logits = source.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
             session.repeat_rows(rows, branch.memory_state)
@@ -272,9 +282,9 @@ class TokenLoop:
                              "(rows that rewind and branch each on their own decode in a ContinuousLoop)")
 
     def _rewind(self, session: DecodingSession, row: int, action: Rewind) -> torch.Tensor | None:
-        rec = self.records[row]
+        rec = self.rows[row].record
         rec.truncate(action.start)
-        logits = self._forward(lambda: session.truncate(self.row_prompt[row] + action.start))
+        logits = self._forward(lambda: session.truncate(self.rows[row].prompt_len + action.start))
         if action.tokens and action.logprobs is not None:
             rec.extend(list(action.tokens), list(action.logprobs), list(action.entropies))
             logits = self._forward(lambda: session.extend(torch.tensor([list(action.tokens)])))

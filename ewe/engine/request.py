@@ -4,7 +4,10 @@ A client (`EWE.generate`, `ewe run`, `ewe serve`) fills what it asks: the prompt
 who watches the answer being written, where the result and an error go. The method fills, when
 the request gets a row, how the row writes it: the prompt's token ids, the record, the hooks,
 the memory it reads, its limits, and `run`, the method's own state for it (EWE's ControlledRun).
-Loads without torch, like the hook vocabulary (actions.py).
+The loop keeps the row's state on it: tokens sampled, why it stopped. A branch's candidate rows
+are requests too, children of the request whose answer they continue (`parent`). Every row of
+a loop is one; nothing about a row is kept beside it. Loads without torch, like the hook
+vocabulary (actions.py).
 """
 from __future__ import annotations
 
@@ -21,7 +24,11 @@ class Request:
     (`Engine.abort`; a running one ends with what it wrote, finish_reason "abort") or failed.
     Filled for its row: prompt_ids, record, hooks (they
     answer for its row only, as in `RowHooks`), memory_state (a one-row MemoryState; None for
-    none), max_new_tokens and budget (sampled tokens; None: the loop's), run."""
+    none), max_new_tokens and budget (sampled tokens; None: the loop's), run.
+    The loop's, while the row writes: prompt_len (the tokens its cache holds before the answer,
+    padding not counted), sampled (tokens sampled, discarded ones included: the budget counts
+    them), finish_reason (None while it writes; "eos", "length", "budget", a Stop's reason), and
+    parent (the request whose branch this candidate row decodes; None for a client's)."""
 
     prompt: str = ""
     passages: list[str] | None = None
@@ -37,3 +44,11 @@ class Request:
     budget: int | None = None
     run: object = None
     status: str = "new"
+    prompt_len: int = 0
+    sampled: int = 0
+    finish_reason: str | None = None
+    parent: "Request | None" = None
+
+    def start_row(self, prompt_len: int) -> None:
+        """The row starts writing: its prompt holds `prompt_len` tokens, nothing sampled yet."""
+        self.prompt_len, self.sampled, self.finish_reason = prompt_len, 0, None
