@@ -155,7 +155,7 @@ def _follow_slots() -> None:
                 rows.append(({}, 0))  # a free slot: never fed
             seq, end = states[id(part.cache)][row]
             rows[slot] = (dict(seq), end)
-        self.cache._scripted_key = id(self.cache)  # rows never move between slots: nothing to follow
+        self.cache._scripted_key = id(self.cache)  # rows move between slots by `_move` only (followed below)
 
     def take_slot(self, row):
         out = take(self, row)
@@ -165,7 +165,17 @@ def _follow_slots() -> None:
             _remember(states, out.cache, [(dict(seq), end)])
         return out
 
-    SlotSession._write, SlotSession.take_row = write_slot, take_slot
+    def move_slot(self, source, slot):
+        move(self, source, slot)
+        states = states_of(self)
+        if states is not None and id(self.cache) in states:
+            rows = states[id(self.cache)]
+            while len(rows) <= max(source, slot):
+                rows.append(({}, 0))
+            rows[slot], rows[source] = rows[source], ({}, 0)
+
+    move = SlotSession._move
+    SlotSession._write, SlotSession.take_row, SlotSession._move = write_slot, take_slot, move_slot
 
 
 _follow_branches()

@@ -174,6 +174,25 @@ def test_batch_rows_refuse_what_they_cannot_do():
     ewe.runtime.config.decoding.kv_cache = "static"
     with pytest.raises(ValueError, match="batch_rows"):
         ewe.generate(["Tell me a bio of Marie Curie.", "Tell me a bio of Albert Einstein."])
+    ewe.generate("Tell me a bio of Marie Curie.")  # one prompt with a static cache: its one-row loop
+
+
+@pytest.mark.parametrize("controller", [{}, {"rewrite_candidates": 3, "max_retries": 1}])
+def test_one_prompt_with_batch_rows_is_a_request_of_the_engine_and_writes_what_its_one_row_loop_writes(
+        controller, monkeypatch):
+    from ewe.engine import Engine
+
+    alone = controlled(False, **controller).generate("Tell me a bio of Marie Curie.")
+    added = []
+    add = Engine.add_request
+    monkeypatch.setattr(Engine, "add_request", lambda engine, request: (added.append(request), add(engine, request)))
+    engine = controlled(True, **controller).generate("Tell me a bio of Marie Curie.")
+    assert len(added) == 1 and added[0].status == "finished"
+    assert engine.text == alone.text and engine.token_ids == alone.token_ids
+    assert engine.finish_reason == alone.finish_reason and engine.sentences == alone.sentences
+    assert [(e["type"], e["step"]) for e in engine.trace] == [(e["type"], e["step"]) for e in alone.trace]
+    assert engine.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+    assert engine.stats["backtracks"] == alone.stats["backtracks"] > 0
 
 
 # -- continuous batching: rows join a running batch as others end ------------------------------------

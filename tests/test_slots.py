@@ -56,15 +56,21 @@ def test_rows_joining_leaving_and_rewinding_in_slots_decode_as_alone_and_copy_no
     COPIES.reset()
     for t in range(4):
         _step(slots, rows, [7 + t, 11 + 2 * t, 13])
-    slots.select_rows([0, 2])  # the second row leaves: its slot (1) is free, a hole in the step
+    slots.select_rows([0, 2])  # the second row leaves: its slot (1) is free, nothing is copied
     rows = [rows[0], rows[2]]
-    _step(slots, rows, [5, 6])
-    assert slots.order == [0, 2] and COPIES.other_rows == 0
-
-    row, _ = _join(slots, template, ids[3], states[3])  # takes the lowest free slot, the hole
+    assert slots.order == [0, 2] and COPIES.other_rows == COPIES.moved == 0
+    row, _ = _join(slots, template, ids[3], states[3])  # takes the lowest free slot
     rows.append(row)
     assert slots.order == [0, 2, 1]
-    _step(slots, rows, [9, 10, 12])
+    _step(slots, rows, [9, 10, 12])  # no free slot below a row in use: nothing moves
+    assert COPIES.moved == 0
+    slots.select_rows([1, 2])  # the first row leaves and no row joins: at the step the row of the highest
+    rows = rows[1:]            # slot (2) moves down into the free one (0), so the step attends over no free slot
+    _step(slots, rows, [5, 6])
+    assert slots.order == [0, 1] and COPIES.moved == slots.cache.bytes(slots.lengths[0] - 1)
+    assert COPIES.other_rows == 0 and slots.lengths[2] == 0 and slots.memory.bounds[2] == []
+    row, _ = _join(slots, template, ids[0], states[1])
+    rows.append(row)
 
     part = slots.take_row(1)  # a rewind on the row taken out, written back
     alone = rows[1].session

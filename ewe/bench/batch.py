@@ -11,6 +11,8 @@ slot cache, engine/slots.py, whose buffers, when outgrown, copy every row once: 
 """
 from __future__ import annotations
 
+import contextlib
+
 import statistics
 import time
 
@@ -54,18 +56,14 @@ def run_batch_bench(args, load_ewe) -> int:
     method = method_class(cfg.method)(rt)
     controlled = cfg.method == "ewe" and cfg.pauses
 
-    def one_by_one():
-        return [method.run_batch([p], dec, None if passages is None else [passages[i]])[0]
-                for i, p in enumerate(prompts)]
+    def one_by_one():  # each prompt a one-row loop of its own (controller.batch_rows off)
+        with rows_setting(cfg, controlled, False, None):
+            return [method.run_batch([p], dec, None if passages is None else [passages[i]])[0]
+                    for i, p in enumerate(prompts)]
 
-    def batched():
-        if controlled:
-            cfg.controller.batch_rows, cfg.controller.max_rows = True, args.max_batch
-        try:
+    def batched():  # the prompts as requests of one engine (controller.batch_rows on)
+        with rows_setting(cfg, controlled, True, args.max_batch):
             return method.run_batch(prompts, dec, passages)
-        finally:
-            if controlled:
-                cfg.controller.batch_rows, cfg.controller.max_rows = False, None
 
     method.run_batch([prompts[0]], rt.greedy(dec, 4), None if passages is None else [passages[0]])  # warm up
     runs = {"one by one": one_by_one, "batched": batched}
@@ -77,7 +75,8 @@ def run_batch_bench(args, load_ewe) -> int:
             t0 = time.perf_counter()
             results = runs[name]()
             seconds[name].append(time.perf_counter() - t0)
-            copied[name] = {"other_rows": COPIES.other_rows, "own_rows": COPIES.own_rows, "grown": COPIES.grown}
+            copied[name] = {"other_rows": COPIES.other_rows, "own_rows": COPIES.own_rows, "grown": COPIES.grown,
+                            "moved": COPIES.moved}
             tokens[name] = sum(len(r.token_ids) for r in results)
             answers[name] = [r.token_ids for r in results]
             # every check's own time (claim extraction, evidence search, judge; the candidates' checks
@@ -102,7 +101,8 @@ def run_batch_bench(args, load_ewe) -> int:
           f"{mb['batched']:.1f} MiB batched ({copied['batched']['other_rows'] / max(1, tokens['batched']) / 1024:.0f} KiB "
           f"per answer token), {mb['one by one']:.1f} MiB one by one; the rows' own: "
           f"{copied['batched']['own_rows'] / 2**20:.1f} and {copied['one by one']['own_rows'] / 2**20:.1f} MiB; "
-          f"slot buffers outgrown: {copied['batched']['grown'] / 2**20:.1f} MiB batched")
+          f"slot buffers outgrown: {copied['batched']['grown'] / 2**20:.1f} MiB batched; rows moved down into "
+          f"free slots: {copied['batched']['moved'] / 2**20:.1f} MiB batched")
     if controlled:
         print(f"of which the checks' own seconds (they hold the batch while they run): {checks['one by one']:.1f} s one by one, "
               f"{checks['batched']:.1f} s batched")
@@ -117,3 +117,16 @@ def run_batch_bench(args, load_ewe) -> int:
                               "same_rows": same})
     return 0
 
+
+@contextlib.contextmanager
+def rows_setting(cfg, controlled: bool, batch_rows: bool, max_rows: int | None):
+    """controller.batch_rows and max_rows set for one run (an EWE configuration with pauses), then restored."""
+    if not controlled:
+        yield
+        return
+    before = cfg.controller.batch_rows, cfg.controller.max_rows
+    cfg.controller.batch_rows, cfg.controller.max_rows = batch_rows, max_rows
+    try:
+        yield
+    finally:
+        cfg.controller.batch_rows, cfg.controller.max_rows = before

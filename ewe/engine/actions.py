@@ -77,7 +77,8 @@ class Branch:
     computed under `prompt_memory_state`, so the prompt's first tokens that equal the answer's
     context are taken from that cache, not read again (the request and the passages already in the
     answer's prompt). then(records, reasons, decoded, seconds): `reasons` why each row stopped,
-    `decoded` the tokens sampled for all rows, `seconds` the branch's time.
+    `decoded` the tokens sampled for all rows, `seconds` the branch's own time (in a continuous
+    batch its rows' decode steps are the batch's, counted there, so only reading its start).
     """
 
     start: int

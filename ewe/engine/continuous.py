@@ -233,9 +233,10 @@ class ContinuousLoop(TokenLoop):
             child = Request(record=record, hooks=branch.hooks, max_new_tokens=limit, budget=limit, status="running",
                             parent=parent)
             self._new_row(rows[-1], child, prompt)
-        self.groups[row] = _BranchRows(branch, rows, t0)
         self.arriving.append((rows, session, logits))
-        self.branch_s += time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        self.groups[row] = _BranchRows(branch, rows, seconds)
+        self.branch_s += seconds
 
     def _settle_branches(self) -> None:
         """Hand each waiting row its branch's rows once they have all ended; the row goes on (it
@@ -249,7 +250,7 @@ class ContinuousLoop(TokenLoop):
             for b in group.rows:
                 self.rows[b].status = "finished"
             action = branch.then(branch.records, [self.rows[b].finish_reason for b in group.rows], decoded,
-                                 time.perf_counter() - group.t0)
+                                 group.own_s)
             if isinstance(action, Branch):
                 self._spawn(row, action)
                 continue
@@ -361,7 +362,8 @@ class _Waiting:
 
 
 class _BranchRows:
-    """A branch decoding as rows of the batch: the branch, its rows, when it started."""
+    """A branch decoding as rows of the batch: the branch, its rows, and the seconds its start took
+    (reading the prompt or branching the cache; its rows' steps are the batch's)."""
 
-    def __init__(self, branch: Branch, rows: list[int], t0: float):
-        self.branch, self.rows, self.t0 = branch, rows, t0
+    def __init__(self, branch: Branch, rows: list[int], own_s: float):
+        self.branch, self.rows, self.own_s = branch, rows, own_s

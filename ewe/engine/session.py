@@ -27,13 +27,15 @@ class CacheCopies:
     rows copied because another row left (this module's batches: a branch's candidates that stopped
     leave, the rows that stay are selected anew); `own_rows`, a row taken out of the continuous
     batch's slots or written back (engine/slots.py), and a joining row's own cache; `grown`, every
-    row copied when the slot buffers are outgrown (rare: they double)."""
+    row copied when the slot buffers are outgrown (rare: they double); `moved`, a row moved down
+    into a slot left free that no joining row took (slots.py: once, instead of attending over the
+    hole at every step)."""
 
     def __init__(self):
         self.reset()
 
     def reset(self) -> None:
-        self.other_rows = self.own_rows = self.grown = 0
+        self.other_rows = self.own_rows = self.grown = self.moved = 0
 
 
 COPIES = CacheCopies()

@@ -4,7 +4,8 @@ Each layer's memory keys and values live in buffers [slots, Hkv, positions, D]; 
 holds its units from position 0, with a bias of 0 on them and -inf after, and log(k + 1) for its
 k units. A row that joins, leaves, or refreshes its memory writes its own slot only: before, the
 batch's memory was stacked anew from every row's (`MemoryState.stack`) at each of those events.
-Attention reads slots 0..n-1 as one `MemoryState` of views, nothing copied.
+Attention reads slots 0..n-1 as one `MemoryState` of views, nothing copied, up to the last
+position any of them holds (the room left for a refresh's units is not read).
 """
 from __future__ import annotations
 
@@ -55,18 +56,18 @@ class SlotMemory:
         self.log_w[:old_slots] = log_w
 
     @torch.inference_mode()
-    def set(self, slot: int, state) -> None:
-        """Slot `slot`'s row reads `state` (a one-row MemoryState; None or empty: no memory)."""
+    def set(self, slot: int, state, row: int = 0) -> None:
+        """Slot `slot`'s row reads row `row` of `state` (a MemoryState; None or no units there: no memory)."""
         while len(self.bounds) <= slot:
             self.bounds.append([])
-        if state is None or state.is_empty:
+        if state is None or not state.unit_bounds[row]:
             if self.bias is not None and slot < self.bias.shape[0]:
                 self.bias[slot] = float("-inf")
                 self.log_w[slot] = 0.0
             self.bounds[slot] = []
             return
         first = state.layers[0]
-        total = state.unit_bounds[0][-1][1]
+        total = state.unit_bounds[row][-1][1]
         if self.bias is None:
             self._allocate(state, max(self.initial_slots, slot + 1), GROWTH * total)  # room for a refresh's units
         elif (first.temperature, first.lse_scale) != self.readout:
@@ -75,12 +76,30 @@ class SlotMemory:
         if slot >= self.bias.shape[0] or total > self.bias.shape[3]:
             self._grow(slot + 1, total)
         for keys, values, layer in zip(self.keys, self.values, state.layers):
-            keys[slot, :, :total] = layer.key[0, :, :total]
-            values[slot, :, :total] = layer.value[0, :, :total]
+            keys[slot, :, :total] = layer.key[row, :, :total]
+            values[slot, :, :total] = layer.value[row, :, :total]
         self.bias[slot] = float("-inf")
-        self.bias[slot, ..., :total] = 0.0 if first.bias is None else first.bias[0, ..., :total]
-        self.log_w[slot] = first.log_ctx_weight[0]
-        self.bounds[slot] = list(state.unit_bounds[0])
+        self.bias[slot, ..., :total] = 0.0 if first.bias is None else first.bias[row, ..., :total]
+        self.log_w[slot] = first.log_ctx_weight[row]
+        self.bounds[slot] = list(state.unit_bounds[row])
+
+    @torch.inference_mode()
+    def move(self, source: int, slot: int) -> None:
+        """Slot `slot` reads what slot `source` read; `source` reads nothing (a row moved down)."""
+        while len(self.bounds) <= max(source, slot):
+            self.bounds.append([])
+        if self.bounds[source]:
+            total = self.bounds[source][-1][1]
+            for buffers in (self.keys, self.values):
+                for b in buffers:
+                    b[slot, :, :total] = b[source, :, :total]
+            self.bias[slot] = self.bias[source]
+            self.log_w[slot] = self.log_w[source]
+        elif self.bias is not None and slot < self.bias.shape[0]:
+            self.bias[slot] = float("-inf")
+            self.log_w[slot] = 0.0
+        self.bounds[slot] = self.bounds[source]
+        self.set(source, None)
 
     @torch.inference_mode()
     def state(self, n: int):
@@ -92,5 +111,7 @@ class SlotMemory:
         if n > self.bias.shape[0]:
             self._grow(n, self.bias.shape[3])
         bounds = [self.bounds[s] if s < len(self.bounds) else [] for s in range(n)]
-        return MemoryState([LayerMemory(k[:n], v[:n], self.bias[:n], bounds, self.log_w[:n], *self.readout)
+        used = max(b[-1][1] for b in bounds if b)  # the positions any of them reads (the room after costs nothing)
+        return MemoryState([LayerMemory(k[:n, :, :used], v[:n, :, :used], self.bias[:n, ..., :used], bounds,
+                                        self.log_w[:n], *self.readout)
                             for k, v in zip(self.keys, self.values)], bounds)

@@ -9,11 +9,12 @@ slot alone. Before, rows shared one left-padded cache that `torch.cat` rebuilt w
 joined or left (engine/session.py, which `COPIES` measured at 11 MiB per answer token).
 
 A decode step feeds the rows in use only: each row writes its token's keys at its slot and its
-own length (an index_put), and its attention runs at its slot over slots 0..n-1 (n: one past the
-highest slot in use; modeling/attention.py `ewe_slots`), attending to its first length + 1
-positions under a [n, 1, 1, positions] mask. A free slot inside that range costs attention only
-(a zero query, its output dropped), never a copy, and no work in the other layers; new rows
-take the lowest free slot.
+own length (an index_put), and its attention runs at its slot over slots 0..n-1 (n: the rows in
+use; modeling/attention.py `ewe_slots` when the batch's row order is not the slots' order),
+attending to its first length + 1 positions under a [n, 1, 1, positions] mask (none when every
+row has the same length). New rows take the lowest free slot; a slot left free that no joining
+row took by the next step gets the row of the highest slot moved down into it (one row's copy,
+`COPIES.moved`), so a step never attends over a free slot and slots 0..n-1 are the rows in use.
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ class SlotSession:
         self.order: list[int] = []  # the slot of each batch row, in the batch's row order
         self.lengths: list[int] = []  # tokens each slot holds (a free slot: 0)
         self.tokens: list[list[int]] = []  # each slot's token ids
-        self.memories: list = []  # what each slot's row reads: a one-row MemoryState, None for none
+        self.memories: list = []  # what each slot's row reads: (a MemoryState, its row), None for none
         self.memory = SlotMemory(self.initial_slots)  # the same, in slots attention reads
 
     # -- rows in and out ------------------------------------------------------------------------
@@ -151,8 +152,9 @@ class SlotSession:
 
     def _write(self, slot: int, part: DecodingSession, row: int) -> None:
         """Slot `slot` holds row `row` of `part` (its real tokens, padding dropped)."""
-        keep = part.valid[row].nonzero().view(-1)
-        length = int(keep.numel())
+        valid = part.valid[row]
+        keep = slice(None) if bool(valid.all()) else valid.nonzero().view(-1)  # a slice copies once
+        length = int(valid.sum())
         self._ensure(slot, length + 1, part.cache)
         for layer, new in zip(self.cache.layers, part.cache.layers):
             layer.key_buffer[slot, :, :length] = new.keys[row, :, keep]
@@ -167,7 +169,7 @@ class SlotSession:
         for row in range(part.tokens.shape[0]):
             slot = self._free_slot()
             self._write(slot, part, row)
-            self._set_memory(slot, part.row_memory(row))
+            self._set_memory(slot, part.memory_state, row)
             self.order.append(slot)
 
     def select_rows(self, rows: list[int]) -> None:
@@ -186,7 +188,7 @@ class SlotSession:
     def take_row(self, row: int) -> DecodingSession:
         """Row `row` as a one-row session of its own (a copy of its slot), reading its own memory."""
         slot, length = self.order[row], self.lengths[self.order[row]]
-        out = self.fresh(self.memories[slot])
+        out = self.fresh(self._one_row(slot))
         out.cache = DynamicCache(config=self.model.config)
         for i, layer in enumerate(self.cache.layers):
             out.cache.update(layer.key_buffer[slot:slot + 1, :, :length].clone(),
@@ -204,39 +206,74 @@ class SlotSession:
     # -- each row's memory ----------------------------------------------------------------------
 
     def row_memory(self, row: int):
-        return self.memories[self.order[row]]
+        """What row `row` reads: a one-row MemoryState, None for none."""
+        return self._one_row(self.order[row])
 
     def set_row_memory(self, row: int, state) -> None:
-        """Row `row` reads `state` from its next token on (the others keep theirs)."""
+        """Row `row` reads `state` (a one-row MemoryState) from its next token on (the others keep theirs)."""
         self._set_memory(self.order[row], state)
 
-    def _set_memory(self, slot: int, state) -> None:
-        self.memories[slot] = state
-        self.memory.set(slot, state)
+    def _set_memory(self, slot: int, state, row: int = 0) -> None:
+        """Slot `slot` reads row `row` of `state` (its memory slot written from it directly; the one-row
+        state is only cut out of it when the row is taken out)."""
+        own = None if state is None or not state.unit_bounds[row] else (state, row)
+        self.memories[slot] = own
+        self.memory.set(slot, state if own else None, row)
+
+    def _one_row(self, slot: int):
+        if self.memories[slot] is None:
+            return None
+        state, row = self.memories[slot]
+        return state if len(state.unit_bounds) == 1 else state.select_rows([row])
 
     # -- decoding -------------------------------------------------------------------------------
 
     @torch.inference_mode()
+    def _fill_free_slots(self) -> None:
+        """Move the row of the highest slot into the lowest free slot below it until slots 0..n-1
+        are the n rows in use."""
+        while (top := max(self.order)) >= len(self.order):
+            used = set(self.order)
+            self._move(top, next(s for s in range(top) if s not in used))
+
+    def _move(self, source: int, slot: int) -> None:
+        """The row of slot `source` now sits in the free slot `slot` (its cache, tokens and memory)."""
+        length = self.lengths[source]
+        for layer in self.cache.layers:
+            layer.key_buffer[slot, :, :length] = layer.key_buffer[source, :, :length]
+            layer.value_buffer[slot, :, :length] = layer.value_buffer[source, :, :length]
+        COPIES.moved += self.cache.bytes(length)
+        self.lengths[slot], self.tokens[slot], self.memories[slot] = length, self.tokens[source], self.memories[source]
+        self.lengths[source], self.tokens[source], self.memories[source] = 0, [], None
+        self.memory.move(source, slot)
+        self.order[self.order.index(source)] = slot
+
+    @torch.inference_mode()
     def step(self, next_ids: torch.Tensor) -> torch.Tensor:
         """Append one token to each row [rows]; return each row's next logits [rows, V]."""
-        n = max(self.order) + 1
+        self._fill_free_slots()
+        n = len(self.order)  # slots 0..n-1, every one in use
         length = max(self.lengths[s] for s in self.order) + 1
         self._ensure(n - 1, length)
         rows = torch.tensor(self.order, device=self.device)
         lengths = torch.tensor(self.lengths[:n], device=self.device)
-        mask = torch.arange(length, device=self.device)[None, :] <= lengths[:, None]
+        in_order = self.order == list(range(n))  # the batch's rows are the slots in order
+        if all(self.lengths[s] == length - 1 for s in self.order):
+            mask = None  # every row attends to every position: plain causal, as a one-row session
+        else:
+            mask = (torch.arange(length, device=self.device)[None, :] <= lengths[:, None])[:, None, None, :]
         self.cache.set_plan((rows, lengths[rows], n, length))
         try:
             out = self.model(
                 input_ids=next_ids.to(self.device).view(-1, 1),
                 position_ids=(self.position_offset + lengths[rows])[:, None],
-                attention_mask=mask[:, None, None, :],  # by slot: attention runs at the slots (ewe_slots)
+                attention_mask=mask,  # by slot: attention runs at the slots (ewe_slots)
                 past_key_values=self.cache,
                 use_cache=True,
                 logits_to_keep=1,
                 ewe_memory=self.memory.state(n),
                 ewe_attention_impl=self.attention_impl,
-                ewe_slots=rows,
+                ewe_slots=None if in_order else rows,
             )
         finally:
             self.cache.set_plan(None)

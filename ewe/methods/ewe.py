@@ -87,9 +87,11 @@ class ControllerConfig(Settings):
         None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"
     )
     batch_rows: bool = Field(
-        False, description="a batch of prompts decodes as the rows of one loop, each row with its own memory, "
-        "checks and rewinds (greedy rows write what they write one by one; needs decoding.kv_cache dynamic); "
-        "false: the prompts run one by one"
+        False, description="prompts are requests of the engine (engine/engine.py): a batch decodes as the rows of "
+        "one loop, each row with its own memory, checks and rewinds, and one prompt as its one row (greedy rows "
+        "write what they write one by one; a batch needs decoding.kv_cache dynamic, one prompt with a static "
+        "cache runs the one-row loop its CUDA graph is captured for); false: the prompts run one by one, each "
+        "a one-row loop"
     )
     max_rows: int | None = Field(
         None, ge=1, le=1024, description="with batch_rows: the most prompts decoded at once, the next joining as "
@@ -159,8 +161,9 @@ class EWEMethod(Method):
 
         checker = rt.fact_checker() if rt.config.controller.verify_trigger != "never" else None
         runs = [ControlledRun(rt, checker, p, dec, None if rows is None else rows[i]) for i, p in enumerate(prompts)]
-        if rt.config.controller.batch_rows and len(runs) > 1:
-            return self._run_as_requests(runs, rt.config.controller.max_rows or len(runs), dec)
+        if rt.config.controller.batch_rows and (len(runs) > 1 or rt.config.decoding.kv_cache == "dynamic"):
+            return self._run_as_requests(runs, min(rt.config.controller.max_rows or len(runs), len(runs)), dec)
+        # one by one: each prompt a one-row loop (with a static cache, the one whose CUDA graph is captured)
         return [run_one(i, run.run) for i, run in enumerate(runs)]
 
     def _run_as_requests(self, runs: list, capacity: int, dec) -> list:

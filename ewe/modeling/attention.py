@@ -39,9 +39,9 @@ def ewe_attention_forward(
     query: [B, Hq, Q, D]; key, value: [B, Hkv, L, D], the context including the cache;
     attention_mask: what the "ewe" mask function built (boolean, True = attend) or None
     for plain causal. Returns ([B, Q, Hq, D], None) like every registered attention.
-    ewe_slots: the query rows' rows of key and value (a continuous batch's slot cache,
-    engine/slots.py, holds more rows than step: the free slots between them). The rows run at
-    their slots and come back in query order, so the layers around attention see only them.
+    ewe_slots: the query rows' rows of key and value, when they differ from the query order (a
+    continuous batch's slot cache, engine/slots.py, keeps each row in its slot). The rows run at
+    their slots and come back in query order.
     """
     if ewe_slots is not None:
         at_slots = query.new_zeros((key.shape[0], *query.shape[1:]))
