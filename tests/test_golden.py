@@ -29,7 +29,8 @@ def test_the_comparison_sees_a_changed_token_and_ignores_timings():
     assert golden.same("P(contradicted) 0.41; about Burj Khalifa", "P(contradicted) 0.42; about Burj Khalifa")
     assert not golden.same("P(contradicted) 0.41; about Burj Khalifa", "P(contradicted) 0.44; about Burj Khalifa")
     assert not golden.same("P 0.41; about Burj Khalifa", "P 0.41; about Eiffel Tower")
-    far = golden._untimed({**record, "trace": [{"type": "x", "entropy": 0.58}]})
+    assert golden.same(0.567, 0.574)  # a judge's bfloat16 probability, on two CPUs (golden.py's FLOAT_TOLERANCE)
+    far = golden._untimed({**record, "trace": [{"type": "x", "entropy": 0.59}]})
     assert golden.differences([base], [far]) == ["ewe / 'p': trace differs"]
     nan = golden._untimed({**record, "trace": [{"type": "x", "entropy": float("nan")}]})
     assert "ewe / 'p': NaN in trace" in golden.differences([golden._untimed(record)], [nan])
