@@ -25,7 +25,7 @@ class ModelConfig(Settings):
     name: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct), a local folder, or a hub id')
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     device: str = "cpu"
-    attention_impl: Optional[Literal["auto", "reference", "fused", "extension"]] = Field(
+    attention_impl: Optional[Literal["auto", "reference", "fused", "extension", "flash"]] = Field(
         None, description="memory attention kernel; unset: the EWE_ATTENTION_IMPL environment variable, else auto")
     weights: Optional[Literal["bfloat16", "int8"]] = Field(
         None, description="the linear layers' weights, for a faster decode step (ewe/ops/quantized_linear.py): "

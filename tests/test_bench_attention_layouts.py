@@ -64,16 +64,17 @@ def test_rows_follow_the_head_layout_and_batch(monkeypatch, capsys, tmp_path):
         else:
             assert (r.sdpa_ms and r.sdpa_ms > 0 and r.sdpa_backend) or ("sdpa: n/a (" in out and r.sdpa_note)
     assert "NOT eq. 1" in out
-    # printed: today's columns, then B, sdpa ms, sdpa/ext, copy GB/s, ext/copy and the SDPA kernel
+    # printed: today's columns, then B, sdpa ms, sdpa/ext, copy GB/s, ext/copy, the SDPA kernel, flash ms, flash/copy
     lines = table(out)
     assert len(lines) == 8
     for cols, r in zip(lines, rows):
-        assert len(cols) == 26 and cols[17] == cols[21] == cols[24] == "|"
+        assert len(cols) == 29 and cols[17] == cols[21] == cols[24] == cols[26] == "|"
         assert int(cols[18]) == r.batch
         assert cols[22] == cols[23] == "-"  # no device copy on CPU
+        assert cols[27] == cols[28] == "-" and r.flash_ms is None  # flash-attention 4 runs on CUDA only
     assert "target (prefill): ext never slower than fused" in out
     if any(r.sdpa_ms and r.ext_ms for r in rows):
-        assert "target (decode): ext never slower than sdpa: worst sdpa/ext" in out
+        assert "target (decode): ext at >= 0.9x sdpa's speed: worst sdpa/ext" in out
     saved = json.loads(out_json.read_text())
     assert saved["heads"] == [4, 2, 16] and saved["batches"] == [1, 2] and saved["skipped"] == []
     assert [row["batch"] for row in saved["rows"]] == [r.batch for r in rows]
@@ -159,3 +160,25 @@ def test_cuda_smoke(capsys):
             assert (r.sdpa_ms and r.sdpa_ms > 0) or r.sdpa_note
             if extension.has_cuda_kernel():
                 assert r.ext_ms and r.copy_fraction and r.copy_fraction > 0
+
+
+def test_layout_targets_check_flash_and_the_faster_per_shape(capsys):
+    """Where flash-attention 4 ran, each target is checked for ext, flash and the faster of them per shape."""
+    from ewe.bench.attention import Row, _print_layout_targets
+
+    def row(mode, ctx, ext, flash_ms, sdpa=None, fused=1.0, copy=None, flash_copy=None):
+        return Row(mode, "bfloat16", 8, 128, ctx, ext, fused, None, batch=1, heads=32, kv_heads=8, head_dim=128,
+                   sdpa_ms=sdpa, copy_fraction=copy, flash_ms=flash_ms, flash_copy_fraction=flash_copy)
+
+    rows = [row("decode", 8192, 2.0, 1.0, sdpa=1.5, copy=0.3, flash_copy=0.75),
+            row("decode", 1024, 0.5, 0.8, sdpa=0.6, copy=0.5, flash_copy=0.4),
+            row("prefill", 8192, 4.0, 2.0, fused=3.0)]
+    assert [r.best for r in rows] == ["flash", "ext", "flash"]
+    _print_layout_targets(rows, on_cuda=True, sdpa_on=True)
+    out = capsys.readouterr().out
+    assert "ext >= 70% of copy: 30% at worst over 1 rows" in out and "flash >= 70% of copy: 75% at worst" in out
+    assert "best >= 70% of copy: 75% at worst over 1 rows" in out
+    assert "target (decode): ext at >= 0.9x sdpa's speed: worst sdpa/ext 0.75" in out
+    assert "target (decode): flash at >= 0.9x sdpa's speed: worst sdpa/flash 0.75" in out  # 0.6 / 0.8 at ctx 1024
+    assert "target (decode): best at >= 0.9x sdpa's speed: worst sdpa/best 1.20 over 2 rows" in out
+    assert "target (prefill): best never slower than fused: worst fused/best 1.50" in out

@@ -83,7 +83,7 @@ def test_cli_choices_are_read_from_the_types():
 
     assert _choices("controller", "verify_trigger") == list(get_args(Trigger))
     assert _choices("model", "dtype") == ["float32", "bfloat16", "float16"]
-    assert _choices("model", "attention_impl") == ["auto", "reference", "fused", "extension"]
+    assert _choices("model", "attention_impl") == ["auto", "reference", "fused", "extension", "flash"]
 
 
 def test_eval_overrides_reach_only_the_methods_that_read_them():

@@ -5,30 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_cases import make_memory
+from attention_cases import assert_close, make_memory, random_case
 from ewe.ops import LayerMemory, memory_attention_fused, memory_attention_reference, merge_states, attention_state
-
-# Per-dtype tolerances (absolute, relative) of an implementation against the float32 reference.
-TOLERANCES = {torch.float32: (2e-5, 1e-4), torch.bfloat16: (3e-2, 3e-2)}
-
-
-def random_case(seed, dtype=torch.float32, decode=False):
-    gen = torch.Generator().manual_seed(seed)
-    r = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))
-    batch, hkv, group, d = r(1, 3), r(1, 3), [1, 2, 3][r(0, 2)], [8, 16, 24][r(0, 2)]
-    ctx = r(1, 37)
-    q_len = 1 if decode else r(1, ctx)
-    unit_lengths = [[r(1, 19) for _ in range(r(0, 8))] for _ in range(batch)]
-    query = torch.randn(batch, hkv * group, q_len, d, generator=gen).to(dtype)
-    key = torch.randn(batch, hkv, ctx, d, generator=gen).to(dtype)
-    value = torch.randn(batch, hkv, ctx, d, generator=gen).to(dtype)
-    memory = make_memory(batch, hkv, d, unit_lengths, dtype, gen)
-    return query, key, value, memory, d**-0.5
-
-
-def assert_close(actual, expected, dtype):
-    atol, rtol = TOLERANCES[dtype]
-    torch.testing.assert_close(actual.float(), expected.float(), atol=atol, rtol=rtol)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -1,12 +1,14 @@
 """Which memory-attention implementation runs: decided here and nowhere else.
 
 Order of precedence: an explicit `impl` argument, then the environment variable
-EWE_ATTENTION_IMPL, then "auto". "auto" picks the compiled extension when it is
-built and supports the inputs (see `extension.supports`), else the fused PyTorch path;
-when it falls back because the extension is not built, it says so once per process
-(logger "ewe", level WARNING, so the CLI shows it). Forcing "extension" when it is not built
-is an error, never a silent fallback. `used` counts the calls each kernel served, so a test
-(or a user) can see which one ran.
+EWE_ATTENTION_IMPL, then "auto". "auto" picks flash-attention 4 where it is installed, takes the
+inputs (CUDA, half precision, no context mask: see `flash.supports`) and runs them well (prefill,
+decode of many rows: `flash.preferred`), else the compiled extension when it is built and
+supports the inputs (see `extension.supports`), else the fused PyTorch path. It says once per
+process which of them it can use (logger "ewe", level WARNING, so the CLI shows it): on CPU only
+when the extension is not built, on CUDA at the first call. Forcing "flash" or "extension" where
+it is not available is an error, never a silent fallback. `used` counts the calls each kernel
+served, so a test (or a user) can see which one ran.
 """
 from __future__ import annotations
 
@@ -17,16 +19,17 @@ from typing import Callable
 
 import torch
 
-from . import extension
+from . import extension, flash
 from .extension import memory_attention_extension
+from .flash import memory_attention_flash
 from .fused import memory_attention_fused
 from .reference import memory_attention_reference
 
-IMPLEMENTATIONS = ("auto", "reference", "fused", "extension")
+IMPLEMENTATIONS = ("auto", "reference", "fused", "extension", "flash")
 ENV_VAR = "EWE_ATTENTION_IMPL"
 
 logger = logging.getLogger("ewe")
-_notice = {"given": False}
+_notice = {"given": False, "cuda": False}
 used: Counter = Counter()  # kernel name -> memory-attention calls it served in this process
 
 
@@ -44,12 +47,26 @@ def requested_impl(impl: str | None = None) -> str:
 
 
 def memory_attention_auto(query, key, value, memory, ctx_mask, scale):
-    """The extension where it supports the inputs, else the fused path (same signature)."""
+    """flash-attention 4, else the extension, where each takes the inputs; else the fused path (same signature)."""
+    if query.is_cuda and not _notice["cuda"]:
+        _cuda_notice()
+    if flash.supports(query, key, value, memory, ctx_mask) and flash.preferred(query, key):
+        _count("flash")
+        return memory_attention_flash(query, key, value, memory, ctx_mask, scale)
     if extension.supports(query, key, value, memory):
         _count("extension")
         return memory_attention_extension(query, key, value, memory, ctx_mask, scale)
     _count("fused")
     return memory_attention_fused(query, key, value, memory, ctx_mask, scale)
+
+
+def _cuda_notice() -> None:
+    """One line, once per process: which kernels serve memory attention on this GPU."""
+    _notice["cuda"] = True
+    first = "flash-attention 4 for prefill and many-row decode" if flash.available() else \
+        f"flash-attention 4 not available ({flash.load_error()})"
+    then = "the compiled extension" if extension.has_cuda_kernel() else "the fused PyTorch path (extension without CUDA kernels)"
+    logger.warning("ewe: memory attention on CUDA: %s, else %s", first, then)
 
 
 def _count(name: str) -> None:
@@ -67,7 +84,7 @@ def run(fn: Callable, *args):
 
 
 _NAMES = {memory_attention_reference: "reference", memory_attention_fused: "fused",
-          memory_attention_extension: "extension"}
+          memory_attention_extension: "extension", memory_attention_flash: "flash"}
 
 
 def select(impl: str | None = None) -> Callable:
@@ -84,7 +101,12 @@ def select(impl: str | None = None) -> Callable:
                 f"({extension.load_error()}); {extension.BUILD_HINT}, or use 'fused' or 'auto'"
             )
         return memory_attention_extension
-    if not extension.available():
+    if name == "flash":
+        if not flash.available():
+            raise RuntimeError(f"impl='flash': flash-attention 4 is not available ({flash.load_error()}); "
+                               f"{flash.INSTALL_HINT}, or use 'auto'")
+        return memory_attention_flash
+    if not extension.available() and not flash.available():
         if not _notice["given"]:
             _notice["given"] = True
             logger.warning("ewe: memory attention: compiled extension not built, using the fused PyTorch path "
