@@ -11,11 +11,13 @@ work by design on the same prompts, and it says so.
     decode_weights.py  `ewe bench decode --weight-formats`: float32 / bfloat16 / int8 linear layers
     attention.py  the memory attention: compiled kernel vs fused PyTorch vs literal eq. 1
     retrieval.py  the embedded datastore: build rate, search latency, recall per index type
+    faiss_devices.py  one FAISS index on CPU and GPU FAISS: equal results, queries/s both ways
     refresh.py    a memory refresh and a backtrack vs the re-prefill a re-prompting method pays
     judge.py      one check by the trained judge, in decode steps of the generator
     prefixnli.py  PrefixNLI's guided decoding per token, cached judge and not, against plain decoding
     run.py        wall time per prompt and its breakdown: EWE vs RA, or several configurations
     batch.py      B prompts as the rows of one batch (EWE's controller: controller.batch_rows) vs one by one
+    e2e.py        an 8B-shaped random model through EWE.generate (units, refreshes, checks, backtracks) vs HF
 """
 from __future__ import annotations
 
@@ -55,6 +57,12 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_retrieval_arguments(r)
     r.set_defaults(func=lambda args: run_retrieval_bench(args) and 0)
 
+    from .faiss_devices import add_bench_arguments as add_devices_arguments, run_faiss_devices_bench
+
+    fd = which.add_parser("faiss-devices", help="one FAISS index on CPU and GPU FAISS: equal results, queries/s")
+    add_devices_arguments(fd)
+    fd.set_defaults(func=run_faiss_devices_bench)
+
     from .refresh import add_bench_arguments as add_refresh_arguments, run_refresh_bench
 
     f = which.add_parser("refresh", help="memory refresh and backtrack vs a re-prompting method's re-prefill")
@@ -91,3 +99,10 @@ def add_bench_commands(sub, add_model_options, load_ewe) -> None:
     add_batch_arguments(bb)
     add_model_options(bb, several_configs=True)
     bb.set_defaults(func=lambda args: run_batch_bench(args, load_ewe), **{"decoding.max_new_tokens": 128})
+
+    from .e2e import add_bench_arguments as add_e2e_arguments, run_e2e_bench
+
+    e2 = which.add_parser("e2e", help="a Llama-3.1-8B-shaped random model through EWE.generate (units, refreshes, "
+                                      "checks, backtracks) vs HF generate and the weight-streaming limit")
+    add_e2e_arguments(e2)
+    e2.set_defaults(func=run_e2e_bench)

@@ -162,12 +162,12 @@ class TokenLoop:
         for a row not writing), and the sentences each recorded token completed (not for a stop)."""
         t0 = time.perf_counter()
         ids, logprobs, entropies = self.sample(self.hook.logits(self, logits))
+        fed = ids.tolist()  # timed: on a GPU this waits for the step's kernels, which decode_s must hold
         self._timed("decode", time.perf_counter() - t0)
         self.decoded += 1
         for row in writing:
             self.rows[row].sampled += 1
         self.hook.on_step(self)
-        fed = ids.tolist()
         completed = {row: self.rows[row].record.append(fed[row], lp, ent)  # (stopped rows leave the batch at the step)
                      for row, lp, ent in zip(writing, logprobs[writing].tolist(), entropies[writing].tolist())
                      if fed[row] not in self.stop_ids}
