@@ -194,6 +194,10 @@ class RowHooks(Hook):
         """Each row's hooks, in row order."""
         return self.rows
 
+    def of_row(self, loop: "TokenLoop", row: int) -> Hook:
+        """Row `row`'s hooks (asked per token: a subclass answers it without building every row's)."""
+        return self.of_rows(loop)[row]
+
     def sampler(self, loop: "TokenLoop") -> Sampler | None:
         own = [h.sampler(loop) for h in self.of_rows(loop)]
         return None if all(s is None for s in own) else RowSampler(own, loop.sampler)
@@ -217,10 +221,10 @@ class RowHooks(Hook):
                 h.on_step(loop)
 
     def on_token(self, loop: "TokenLoop", row: int, token: int, completed: list) -> Rewind | Branch | Stop | None:
-        return self.of_rows(loop)[row].on_token(loop, row, token, completed)
+        return self.of_row(loop, row).on_token(loop, row, token, completed)
 
     def on_end(self, loop: "TokenLoop", row: int, reason: str) -> Rewind | Branch | None:
-        return self.of_rows(loop)[row].on_end(loop, row, reason)
+        return self.of_row(loop, row).on_end(loop, row, reason)
 
 
 class RowSampler:

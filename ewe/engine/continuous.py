@@ -324,11 +324,8 @@ class _RequestHooks(RowHooks):
     def of_rows(self, loop: "ContinuousLoop") -> list[Hook]:
         return [Hooks(request.hooks) for request in loop.rows]
 
-    def on_token(self, loop: "ContinuousLoop", row: int, token: int, completed: list):
-        return Hooks(loop.rows[row].hooks).on_token(loop, row, token, completed)
-
-    def on_end(self, loop: "ContinuousLoop", row: int, reason: str):
-        return Hooks(loop.rows[row].hooks).on_end(loop, row, reason)
+    def of_row(self, loop: "ContinuousLoop", row: int) -> Hook:
+        return Hooks(loop.rows[row].hooks)
 
 
 class RowView:

@@ -85,10 +85,10 @@ class PrefixGuide(Hook):
 
     def logits(self, loop, logits: torch.Tensor) -> torch.Tensor:
         out = None
-        for row, record in enumerate(loop.records):
-            if loop.reasons[row] or self.premises[row] is None:
+        for row, request in enumerate(loop.rows):
+            if request.finish_reason or self.premises[row] is None:
                 continue
-            answer = list(record.tokens)
+            answer = list(request.record.tokens)
             if len(answer) % self.settings.every:
                 continue
             t0 = time.perf_counter()
@@ -105,7 +105,7 @@ class PrefixGuide(Hook):
 
     def on_token(self, loop, row: int, token: int, completed: list):
         events = self.events[row]
-        if events and events[-1]["answer_position"] == len(loop.records[row].tokens) - 1 and "chosen" not in events[-1]:
+        if events and events[-1]["answer_position"] == len(loop.rows[row].record.tokens) - 1 and "chosen" not in events[-1]:
             events[-1]["chosen"] = token
         return None
 

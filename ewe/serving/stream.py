@@ -97,21 +97,21 @@ class AnswerStream(Hook):
     # -- the loop's hook: look; act only to stop a row nobody reads ---------------------------------
 
     def on_step(self, loop) -> None:
-        if not loop.reasons[self.row]:
+        if not loop.rows[self.row].finish_reason:
             self.step += 1  # the answer's own steps (its row may have joined a running batch)
-            self._show(loop.records[self.row].tokens)
+            self._show(loop.rows[self.row].record.tokens)
 
     def on_token(self, loop, row: int, token: int, completed: list):
         if row != self.row:
             return None
         if self.cancelled.is_set():
             return Stop("cancelled")
-        self._show(loop.records[row].tokens)
+        self._show(loop.rows[row].record.tokens)
         return None
 
     def on_end(self, loop, row: int, reason: str):
         if row == self.row:
-            self._show(loop.records[row].tokens)
+            self._show(loop.rows[row].record.tokens)
         return None
 
     # -- text to events ---------------------------------------------------------------------------
