@@ -14,66 +14,50 @@ import re
 import sys
 from pathlib import Path
 
-ATTENTION = {"sdpa": 0.9, "copy": 0.7, "copy_min_ctx": 8192, "prefill": 1.0}  # issue 60
-E2E = {"e2e_8b.json": {"vs_hf": 5.0, "of_limit": 0.6}, "e2e_135m.json": {"vs_hf": 10.0}}
-IMPLS = ("ext", "flash")
+from ewe.bench.attention import (COPY_TARGET_MIN_CTX, TARGETS, impl_copy_fraction, impl_ms, impl_over, row_of,
+                                 worst_row)
+
+IMPLS = ("ext", "flash", "best")  # best: the faster of ext and flash on each shape
 
 
-def _ms(row: dict, impl: str):
-    if impl != "best":
-        return row.get(f"{impl}_ms")
-    times = [t for t in (row.get("ext_ms"), row.get("flash_ms")) if t]
-    return min(times) if times else None
-
-
-def _copy(row: dict, impl: str):
-    if impl == "best":
-        impl = "flash" if _ms(row, "best") == row.get("flash_ms") else "ext"
-    return row.get("copy_fraction" if impl == "ext" else "flash_copy_fraction")
-
-
-def _where(row: dict) -> str:
-    return f"{row['mode']} k={row['k']} M={row['M']} ctx={row['ctx']} B={row['batch']}"
-
-
-def _worst(rows, value):
-    scored = [(value(r), r) for r in rows if value(r) is not None]
-    return min(scored, key=lambda x: x[0]) if scored else (None, None)
+def _where(row) -> str:
+    return f"{row.mode} k={row.k} M={row.M} ctx={row.ctx} B={row.batch}"
 
 
 def attention_lines(data: dict) -> list[dict]:
-    """Per implementation (ext, flash, the faster per shape): the worst row of each target."""
-    rows, out = data["rows"], []
-    decode = [r for r in rows if r["mode"] == "decode"]
-    prefill = [r for r in rows if r["mode"] == "prefill"]
-    for impl in (*IMPLS, "best"):
-        if not any(_ms(r, impl) for r in rows):
+    """Per implementation (ext, flash, the faster per shape): the worst row of each of `ewe bench attention`'s
+    GPU targets (its TARGETS)."""
+    rows = [row_of(r) for r in data["rows"]]
+    decode = [r for r in rows if r.mode == "decode"]
+    prefill = [r for r in rows if r.mode == "prefill"]
+    out = []
+    for impl in IMPLS:
+        if not any(impl_ms(r, impl) for r in rows):
             continue
         checks = [
-            (f"decode {impl}: speed / sdpa's over the concatenated keys", ATTENTION["sdpa"], decode,
-             lambda r: r["sdpa_ms"] / _ms(r, impl) if r.get("sdpa_ms") and _ms(r, impl) else None),
-            (f"decode {impl}: K/V read / device copy bandwidth, ctx >= {ATTENTION['copy_min_ctx']}", ATTENTION["copy"],
-             [r for r in decode if r["ctx"] >= ATTENTION["copy_min_ctx"]], lambda r: _copy(r, impl)),
-            (f"prefill {impl}: speed / the fused path's", ATTENTION["prefill"], prefill,
-             lambda r: r["fused_ms"] / _ms(r, impl) if _ms(r, impl) else None),
+            (f"decode {impl}: speed / sdpa's over the concatenated keys", TARGETS["sdpa_over_ext"], decode,
+             lambda r: impl_over(r.sdpa_ms, r, impl)),
+            (f"decode {impl}: K/V read / device copy bandwidth, ctx >= {COPY_TARGET_MIN_CTX}",
+             TARGETS["copy_fraction"], [r for r in decode if r.ctx >= COPY_TARGET_MIN_CTX],
+             lambda r: impl_copy_fraction(r, impl)),
+            (f"prefill {impl}: speed / the fused path's", TARGETS["prefill_fused_over_ext"], prefill,
+             lambda r: impl_over(r.fused_ms, r, impl)),
         ]
         for what, target, candidates, value in checks:
-            worst, row = _worst(candidates, value)
+            row, n = worst_row(candidates, value)
+            worst = None if row is None else value(row)
             out.append({"target": what, "want": target, "worst": worst, "at": _where(row) if row else None,
-                        "rows": sum(value(r) is not None for r in candidates),
-                        "met": None if worst is None else worst >= target})
+                        "rows": n, "met": None if worst is None else worst >= target})
     return out
 
 
-def e2e_lines(name: str, data: dict) -> list[dict]:
+def e2e_lines(data: dict) -> list[dict]:
+    """The targets `ewe bench e2e` checked itself (its TARGETS, on its run with memory units)."""
     out = []
-    for run, figures in data["runs"].items():
-        if not run.startswith("ewe_k") or run.startswith("ewe_k0"):
-            continue
-        for key, target in E2E[name].items():
-            value = figures.get(key)
-            out.append({"target": f"{data['layout']} {run}: {key}", "want": target, "worst": value, "at": None,
-                        "rows": 1, "met": None if value is None else value >= target})
+    for name, t in data["targets"].items():
+        run, key = name.rsplit(" ", 1)
+        out.append({"target": f"{data['layout']} {run}: {key}", "want": t["target"], "worst": t["value"], "at": None,
+                    "rows": 1, "met": t["met"]})
     return out
 
 
@@ -105,8 +89,8 @@ def test_counts(folder: Path) -> dict:
 
 def summarize(folder: Path) -> dict:
     summary = {"missing": [], "targets": [], "tests": test_counts(folder)}
-    sources = {"attention_8b.json": attention_lines, "e2e_8b.json": lambda d: e2e_lines("e2e_8b.json", d),
-               "e2e_135m.json": lambda d: e2e_lines("e2e_135m.json", d), "faiss_devices.json": faiss_lines}
+    sources = {"attention_8b.json": attention_lines, "e2e_8b.json": e2e_lines, "e2e_135m.json": e2e_lines,
+               "faiss_devices.json": faiss_lines}
     for name, lines in sources.items():
         path = folder / name
         if not path.exists():

@@ -14,8 +14,9 @@ def _load():
 
 
 def _row(mode, ctx, ext, flash, sdpa=None, fused=1.0, copy=None, flash_copy=None):
-    return {"mode": mode, "k": 8, "M": 128, "ctx": ctx, "batch": 1, "ext_ms": ext, "flash_ms": flash,
-            "sdpa_ms": sdpa, "fused_ms": fused, "copy_fraction": copy, "flash_copy_fraction": flash_copy}
+    return {"mode": mode, "dtype": "bfloat16", "k": 8, "M": 128, "ctx": ctx, "batch": 1, "ext_ms": ext,
+            "flash_ms": flash, "ref_ms": None, "sdpa_ms": sdpa, "fused_ms": fused, "copy_fraction": copy,
+            "flash_copy_fraction": flash_copy, "best": "ignored: recomputed"}
 
 
 def test_summary_reads_each_target_and_names_what_is_missing(tmp_path, capsys):
@@ -23,9 +24,9 @@ def test_summary_reads_each_target_and_names_what_is_missing(tmp_path, capsys):
         _row("decode", 8192, 2.0, 1.0, sdpa=1.5, copy=0.3, flash_copy=0.75),
         _row("decode", 1024, 0.5, 0.8, sdpa=0.6, copy=0.5, flash_copy=0.4),
         _row("prefill", 8192, 4.0, 2.0, fused=3.0)]}))
-    (tmp_path / "e2e_8b.json").write_text(json.dumps({"layout": "llama3.1-8b", "runs": {
-        "hf_generate": {"vs_hf": 1.0, "of_limit": 0.1}, "ewe_k0_static": {"vs_hf": 6.0, "of_limit": 0.7},
-        "ewe_k4_static": {"vs_hf": 5.5, "of_limit": 0.55}}}))
+    (tmp_path / "e2e_8b.json").write_text(json.dumps({"layout": "llama3.1-8b", "targets": {  # as ewe bench e2e checks
+        "ewe_k4_static vs_hf": {"target": 5.0, "value": 5.5, "met": True},
+        "ewe_k4_static of_limit": {"target": 0.6, "value": 0.55, "met": False}}}))
     (tmp_path / "faiss_devices.json").write_text(json.dumps({"rows": [
         {"factory": "Flat", "device": "cpu", "exact": True},
         {"factory": "Flat", "device": "gpu", "exact": True, "vs_cpu": {"mismatches": 0},

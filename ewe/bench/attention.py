@@ -614,6 +614,12 @@ def _fmt(x, spec=".3f"):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def row_of(saved: dict) -> Row:
+    """A Row back from the JSON `--json` wrote (its derived ratios dropped: they are recomputed)."""
+    names = {f.name for f in dataclasses.fields(Row)}
+    return Row(**{k: v for k, v in saved.items() if k in names})
+
+
 def _print_row(row: Row, header: bool, extended: bool = False) -> None:
     if header:
         print(f"{'mode':8} {'dtype':9} {'k':>3} {'M':>4} {'ctx':>5} | {'ext ms':>8} {'fused ms':>9} {'ref ms':>9} | "
@@ -649,27 +655,30 @@ def _print_targets(rows) -> None:
             print(f"target ({row.dtype}, {where}): {what}: {value:.2f} vs {target} -> {verdict}")
 
 
-def _where(row: Row) -> str:
+def row_where(row: Row) -> str:
     return f"{row.mode} {row.dtype} k={row.k} M={row.M} ctx={row.ctx} B={row.batch} Hq={row.heads}"
 
 
-def _worst(rows, value):
+def worst_row(rows, value):
+    """(the row with the lowest value, how many rows have one); (None, 0) when none has."""
     rows = [r for r in rows if value(r) is not None]
     return (min(rows, key=value), len(rows)) if rows else (None, 0)
 
 
-def _ms(row: Row, impl: str):
+def impl_ms(row: Row, impl: str):
     """One implementation's time on a row: "ext", "flash", or "best" (the faster of the two there)."""
     return {"ext": row.ext_ms, "flash": row.flash_ms}.get(row.best if impl == "best" else impl)
 
 
-def _copy_fraction(row: Row, impl: str):
+def impl_copy_fraction(row: Row, impl: str):
+    """That implementation's K/V read bandwidth / the device copy's (decode rows on CUDA)."""
     name = row.best if impl == "best" else impl
     return {"ext": row.copy_fraction, "flash": row.flash_copy_fraction}.get(name)
 
 
-def _over(base_ms, row: Row, impl: str):
-    ms = _ms(row, impl)
+def impl_over(base_ms, row: Row, impl: str):
+    """base_ms / that implementation's time on the row (> 1: it is faster than the base)."""
+    ms = impl_ms(row, impl)
     return base_ms / ms if base_ms and ms else None
 
 
@@ -693,31 +702,31 @@ def _print_impl_targets(rows, on_cuda: bool, sdpa_on: bool, impl: str) -> None:
         return "met" if value >= target else "NOT met"
 
     if on_cuda and decode:
-        worst, n = _worst([r for r in big if r.mode == "decode"], lambda r: _copy_fraction(r, impl))
+        worst, n = worst_row([r for r in big if r.mode == "decode"], lambda r: impl_copy_fraction(r, impl))
         target = TARGETS["copy_fraction"]
         if worst is None:
             print(f"target (decode, {scope}): {impl} >= {target:.0%} of copy: no such rows with {impl} measured")
         else:
-            value = _copy_fraction(worst, impl)
+            value = impl_copy_fraction(worst, impl)
             print(f"target (decode, {scope}): {impl} >= {target:.0%} of copy: {value:.0%} at worst over {n} "
-                  f"rows ({_where(worst)}) -> {verdict(value, target)}")
+                  f"rows ({row_where(worst)}) -> {verdict(value, target)}")
     checks = []
     if sdpa_on:
         checks.append(("decode", f"{impl} at >= {TARGETS['sdpa_over_ext']}x sdpa's speed", f"sdpa/{impl}", decode,
-                       lambda r: _over(r.sdpa_ms, r, impl), TARGETS["sdpa_over_ext"]))
+                       lambda r: impl_over(r.sdpa_ms, r, impl), TARGETS["sdpa_over_ext"]))
     checks.append(("prefill", f"{impl} never slower than fused", f"fused/{impl}", prefill,
-                   lambda r: _over(r.fused_ms, r, impl), TARGETS["prefill_fused_over_ext"]))
+                   lambda r: impl_over(r.fused_ms, r, impl), TARGETS["prefill_fused_over_ext"]))
     for mode, what, ratio, candidates, value, target in checks:
         if not candidates:
             continue
-        worst, n = _worst(candidates, value)
+        worst, n = worst_row(candidates, value)
         if worst is None:
             notes = {r.sdpa_note for r in candidates if r.sdpa_note} if ratio.startswith("sdpa/") else set()
             print(f"target ({mode}): {what}: not measured" + (f" ({'; '.join(sorted(notes))})" if notes else ""))
             continue
-        line = (f"target ({mode}): {what}: worst {ratio} {value(worst):.2f} over {n} rows ({_where(worst)}) -> "
+        line = (f"target ({mode}): {what}: worst {ratio} {value(worst):.2f} over {n} rows ({row_where(worst)}) -> "
                 f"{verdict(value(worst), target)}")
-        big_worst, big_n = _worst([r for r in candidates if r in big], value)
+        big_worst, big_n = worst_row([r for r in candidates if r in big], value)
         if big_worst is not None and big_n < n:
             line += (f"; at {scope}: worst {value(big_worst):.2f} over {big_n} rows -> "
                      f"{verdict(value(big_worst), target)}")

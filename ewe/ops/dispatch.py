@@ -50,7 +50,7 @@ def memory_attention_auto(query, key, value, memory, ctx_mask, scale):
     """flash-attention 4, else the extension, where each takes the inputs; else the fused path (same signature)."""
     if query.is_cuda and not _notice["cuda"]:
         _cuda_notice()
-    if flash.supports(query, key, value, memory, ctx_mask) and flash.preferred(query, key):
+    if flash.preferred(query, key) and flash.supports(query, key, value, memory, ctx_mask):  # (the cheap test first)
         _count("flash")
         return memory_attention_flash(query, key, value, memory, ctx_mask, scale)
     if extension.supports(query, key, value, memory):

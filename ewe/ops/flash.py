@@ -30,6 +30,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from .fused import attention_state, merge_states
 from .layer_memory import LayerMemory
 
 DTYPES = (torch.float16, torch.bfloat16)
@@ -107,22 +108,17 @@ def torch_state(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool,
         rows = torch.arange(Q, device=q.device).view(1, Q, 1)
         allowed = allowed & (cols <= used.view(B, 1, 1) - Q + rows)  # [B, Q, N]
     bias = torch.zeros(allowed.shape, device=q.device).masked_fill_(~allowed, float("-inf")).unsqueeze(1)
-    qh = q.permute(0, 2, 1, 3).reshape(B, Hkv, group * Q, D).float()
     if bias.shape[2] > 1:  # the folded query axis is (group, Q): one bias row per query, repeated per group
         bias = bias.expand(B, 1, Q, N).repeat(1, 1, group, 1)
-    scores = torch.matmul(qh, k.permute(0, 2, 3, 1).float()) * scale + bias
-    lse = torch.logsumexp(scores, dim=-1, keepdim=True)
-    safe = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
-    out = torch.matmul(torch.exp(scores - safe), v.permute(0, 2, 1, 3).float())
-    out = out.view(B, Hq, Q, D).permute(0, 2, 1, 3).to(q.dtype)
-    return out, lse.view(B, Hq, Q)
+    qh = q.permute(0, 2, 1, 3).reshape(B, Hkv, group * Q, D)
+    out, lse = attention_state(qh.float(), k.permute(0, 2, 1, 3).float(), v.permute(0, 2, 1, 3).float(), bias, scale)
+    return out.view(B, Hq, Q, D).permute(0, 2, 1, 3).to(q.dtype), lse.view(B, Hq, Q)
 
 
 def flash_state(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool,
                 seqused_k: Tensor | None) -> tuple[Tensor, Tensor]:
     """One segment's attention state through flash-attention 4 (same contract as `torch_state`)."""
-    out, lse = _kernel()(q, k, v, seqused_k=seqused_k, softmax_scale=scale, causal=causal, return_lse=True)
-    return out, lse
+    return _kernel()(q, k, v, seqused_k=seqused_k, softmax_scale=scale, causal=causal, return_lse=True)
 
 
 def memory_lengths(memory: LayerMemory) -> Tensor | None:
@@ -145,11 +141,9 @@ def memory_attention_states(query: Tensor, key: Tensor, value: Tensor, memory: L
     out_m, lse_m = state(q, memory.key.transpose(1, 2), memory.value.transpose(1, 2), scale, False,
                          memory_lengths(memory))
     lse_c = lse_c + memory.log_ctx_weight.view(B, 1, 1).to(lse_c.device)
-    lse = torch.logaddexp(lse_m, lse_c)
-    safe = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
-    w_m = torch.exp(lse_m - safe).transpose(1, 2).unsqueeze(-1)  # [B, Q, Hq, 1]
-    w_c = torch.exp(lse_c - safe).transpose(1, 2).unsqueeze(-1)
-    return (out_m.float() * w_m + out_c.float() * w_c).to(query.dtype)
+    as_state = lambda lse: lse.transpose(1, 2).unsqueeze(-1)  # [B, Hq, Q] -> [B, Q, Hq, 1], beside the outputs
+    out, _ = merge_states(out_m.float(), as_state(lse_m), out_c.float(), as_state(lse_c))
+    return out.to(query.dtype)
 
 
 def memory_attention_flash(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory,
