@@ -12,6 +12,7 @@ import torch
 from attention_cases import assert_close, random_case
 from ewe.ops import LayerMemory, dispatch, flash, memory_attention_reference
 from ewe.ops.flash import memory_attention_states, torch_state
+from ewe.ops.masks import prefix_mask
 
 
 
@@ -117,6 +118,87 @@ def test_auto_on_cpu_never_counts_flash():
     assert dispatch.used["flash"] == before
 
 
+@pytest.fixture
+def flash_on_cpu(monkeypatch):
+    """flash-attention's entry point stood in by `torch_state` (its contract), so that the path from a
+    model to flash-attention (the kwargs, the lengths beside a mask, dispatch) runs here."""
+    def kernel(q, k, v, seqused_k=None, softmax_scale=None, causal=False, return_lse=True):
+        assert return_lse and seqused_k is None or seqused_k.dtype == torch.int32
+        return torch_state(q, k, v, softmax_scale, causal, seqused_k)
+
+    monkeypatch.setitem(flash._state, "fn", kernel)
+    monkeypatch.setitem(flash._state, "error", None)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_prefix_mask_given_as_lengths_matches_the_reference(seed, flash_on_cpu):
+    """Rows of lengths of their own (the slot cache's decode): the mask is not read, the lengths are."""
+    query, key, value, memory, scale = flash_case(seed, decode=True)
+    B, L = query.shape[0], key.shape[2]
+    lengths = torch.randint(1, L + 1, (B,), generator=torch.Generator().manual_seed(seed), dtype=torch.int32)
+    mask = prefix_mask(lengths, L)
+    assert mask.shape == (B, 1, 1, L) and mask.sum(-1).flatten().tolist() == lengths.tolist()
+    key = key.masked_fill(~mask.transpose(-1, -2), 1e4)  # what a row does not attend to may hold anything
+    expected = memory_attention_reference(query, key, value, memory, mask, scale)
+    assert_close(flash.memory_attention_flash(query, key, value, memory, mask, scale, lengths), expected,
+                 torch.float32)
+    with pytest.raises(ValueError, match="ctx_lengths must be int32 of shape"):
+        flash.memory_attention_flash(query, key, value, memory, mask, scale, lengths.long())
+
+
+def test_a_continuous_batch_decodes_on_flash_as_each_row_alone(flash_on_cpu):
+    """The slot cache's rows, of different lengths and out of slot order, through flash-attention's entry point
+    (stood in): each row's logits are those it has decoded alone on the default kernels."""
+    from test_slots import _join, _setup, _step
+
+    from ewe.engine.slots import SlotSession
+
+    ewe, ids, template, states = _setup()
+    slots = SlotSession(template, 3)
+    slots.attention_impl = "flash"
+    rows = [_join(slots, template, ids[i], states[i])[0] for i in range(3)]
+    assert len({slots.lengths[s] for s in slots.order}) > 1  # a mask, and lengths beside it
+    before = dispatch.used["flash"]
+    for t in range(3):
+        _step(slots, rows, [7 + t, 11 + 2 * t, 13])
+    assert dispatch.used["flash"] > before
+    slots.select_rows([0, 2])  # a row leaves and another joins its slot: the rows are no longer in slot order
+    rows = [rows[0], rows[2]] + [_join(slots, template, ids[3], states[3])[0]]
+    assert slots.order != sorted(slots.order)
+    for t in range(3):
+        _step(slots, rows, [5 + t, 6, 8 + t])
+
+
+def test_a_static_cache_fixed_shape_step_decodes_on_flash_as_the_dynamic_cache(flash_on_cpu):
+    """The graph step reads the whole preallocated buffer under a mask; without left padding the mask is each
+    row's first index + 1 positions and flash-attention takes those lengths. With left padding it is no prefix:
+    forcing flash there is a clear error (auto runs the extension or the fused path)."""
+    from test_static_cache import M, PASSAGES, greedy, prompt_ids, sessions
+    from tiny import left_padded, tiny_model, tiny_tokenizer
+
+    from ewe.memory import MemoryState, UnitEncoder
+    from ewe.modeling import patch_model
+
+    model = tiny_model(layers=2)
+    patch_model(model)
+    units = UnitEncoder(model, tiny_tokenizer(), M).encode(PASSAGES)
+    state = MemoryState.from_rows([units])
+    dynamic, _ = sessions(model, state, None)
+    _, static = sessions(model, state, "eager", impl="flash")
+    want, want_logits = greedy(dynamic, prompt_ids(), 12)
+    before = dispatch.used["flash"]
+    got, got_logits = greedy(static, prompt_ids(), 12)
+    assert static._steps and dispatch.used["flash"] - before >= 12 * 2  # every step, every layer
+    assert torch.equal(got, want)
+    torch.testing.assert_close(got_logits, want_logits, atol=1e-4, rtol=1e-4)
+
+    ids, valid = left_padded([prompt_ids("Tell me a bio of Marie Curie, the physicist."), prompt_ids("Paris?")],
+                             tiny_tokenizer().pad_token_id)
+    _, padded = sessions(model, MemoryState.from_rows([units[:2], units[2:]]), "eager", impl="flash")
+    with pytest.raises(ValueError, match="ctx_mask must be None .* or come with ctx_lengths"):
+        greedy(padded, ids, 2, valid)
+
+
 # ---- on a GPU with flash-attn-4 ------------------------------------------------------------------
 needs_flash = pytest.mark.skipif(not flash.available(), reason=f"flash-attention 4: {flash.load_error()}")
 HALF = [torch.bfloat16, torch.float16]
@@ -191,3 +273,48 @@ def test_flash_replays_in_a_cuda_graph():
     bounds = [[(0, 1)] if r == row else b for r, b in enumerate(memory.unit_bounds)]
     now = LayerMemory(memory.key, memory.value, memory.bias, bounds, memory.log_ctx_weight)
     assert_close(out, memory_attention_reference(query, key, value, now, None, scale), torch.bfloat16)
+
+
+@needs_flash
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtype", HALF)
+def test_flash_takes_a_prefix_mask_as_lengths_and_auto_runs_it_for_many_rows(seed, dtype):
+    """The continuous batch's decode: rows of lengths of their own, enough rows for auto to choose flash."""
+    query, key, value, memory, scale = flash_case(seed, dtype, True, "cuda", head_dims=(128,))
+    rows = max(1, -(-flash.MIN_DECODE_BLOCKS // key.shape[1]))  # rows x KV heads >= MIN_DECODE_BLOCKS
+    pick = [r % query.shape[0] for r in range(rows)]
+    query, key, value, memory = query[pick], key[pick], value[pick], memory.select_rows(pick)
+    L = key.shape[2]
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, L + 1, (rows,), generator=gen, dtype=torch.int32).cuda()
+    mask = prefix_mask(lengths, L)
+    expected = memory_attention_reference(query, key, value, memory, mask, scale)
+    assert flash.supports(query, key, value, memory, mask, lengths) and flash.preferred(query, key)
+    before = dispatch.used["flash"]
+    out = dispatch.run(dispatch.select("auto"), query, key, value, memory, mask, scale, ctx_lengths=lengths)
+    assert dispatch.used["flash"] == before + 1
+    assert_close(out, expected, dtype)
+
+
+@needs_flash
+def test_flash_replays_context_lengths_written_in_place():
+    """The static cache's graph step: the lengths are computed on the device from the write index each replay."""
+    query, key, value, memory, scale = flash_case(9, torch.bfloat16, True, "cuda", head_dims=(128,))
+    B, L = query.shape[0], key.shape[2]
+    index = torch.full((1,), L // 2, dtype=torch.long, device="cuda")
+
+    def step():
+        lengths = (index + 1).to(torch.int32).repeat(B)
+        mask = (torch.arange(L, device="cuda") <= index)[None, None, None, :].expand(B, 1, 1, L)
+        return flash.memory_attention_flash(query, key, value, memory, mask, scale, lengths)
+
+    step()  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step()
+    for at in (L - 1, 0, L // 3):
+        index.fill_(at)
+        graph.replay()
+        torch.cuda.synchronize()
+        mask = (torch.arange(L, device="cuda") <= at)[None, None, None, :].expand(B, 1, 1, L)
+        assert_close(out, memory_attention_reference(query, key, value, memory, mask, scale), torch.bfloat16)

@@ -20,53 +20,19 @@ import math
 
 import torch
 
-from ..ops.layer_memory import LayerMemory
+from .slot_memory import SlotMemory
 from .static_cache import PreallocatedCache
 
 MIN_SLOT_TOKENS = 128  # smallest memory capacity; larger memories round up to a power of two
 WARMUP_STEPS = 2  # eager runs on a side stream before capture (allocator and library handles settle)
 
 
-class MemorySlots:
-    """The working memory at fixed addresses: per layer, keys and values [B, Hkv, capacity, D];
-    one bias [B, 1, 1, capacity] (0 on unit tokens, -inf on the rest) and log(k+1) [B, 1, 1, 1]."""
-
-    def __init__(self, state, device: torch.device):
-        first = state.layers[0]
-        b, hkv, n, d = first.key.shape
-        self.capacity = max(MIN_SLOT_TOKENS, 2 ** math.ceil(math.log2(max(n, 1))))
-        self.keys = [first.key.new_zeros(b, hkv, self.capacity, d) for _ in state.layers]
-        self.values = [first.value.new_zeros(b, hkv, self.capacity, first.value.shape[-1]) for _ in state.layers]
-        self.bias = torch.full((b, 1, 1, self.capacity), float("-inf"), device=device)
-        self.log_w = torch.zeros(b, 1, 1, 1, device=device)
-        self.readout = (first.temperature, first.lse_scale)
-        self.state = None
-        self.load(state)
-
-    def fits(self, state) -> bool:
-        first = state.layers[0]
-        return (len(state.layers) == len(self.keys) and first.key.shape[0] == self.keys[0].shape[0]
-                and first.key.shape[2] <= self.capacity and first.key.dtype == self.keys[0].dtype
-                and (first.temperature, first.lse_scale) == self.readout)
-
-    def load(self, state) -> None:
-        """Copy `state` into the slots (the caller checked `fits`); `self.state` is what attention reads."""
-        n = state.layers[0].key.shape[2]
-        for key, value, layer in zip(self.keys, self.values, state.layers):
-            key[:, :, :n].copy_(layer.key)
-            value[:, :, :n].copy_(layer.value)
-        self.bias.fill_(float("-inf"))
-        bias = state.layers[0].bias
-        if bias is None:
-            self.bias[..., :n] = 0.0
-        else:
-            self.bias[..., :n].copy_(bias)
-        self.log_w.copy_(state.layers[0].log_ctx_weight)
-        from ..memory.working_memory import MemoryState  # (deferred: memory imports the engine's encoder)
-
-        self.state = MemoryState([LayerMemory(k, v, self.bias, state.unit_bounds, self.log_w, *self.readout)
-                                  for k, v in zip(self.keys, self.values)], state.unit_bounds)
-        self.source = state
+def _memory_slots(state) -> SlotMemory:
+    """`state` in slots at fixed addresses, MIN_SLOT_TOKENS positions or the next power of two above its own."""
+    n = state.layers[0].key.shape[2]
+    slots = SlotMemory.preallocated(state, max(MIN_SLOT_TOKENS, 2 ** math.ceil(math.log2(max(n, 1)))))
+    slots.load(state)
+    return slots
 
 
 class GraphedStep:
@@ -88,8 +54,10 @@ class GraphedStep:
         self.valid = torch.ones(rows, cache.capacity, dtype=torch.bool, device=device)
         self.valid[:, : session.valid.shape[1]] = session.valid.bool()  # left padding stays masked
         self.row_base = session.position_offset - (session.valid == 0).sum(dim=1, keepdim=True)
+        self.prefix = bool(self.valid.all())  # no left padding: each row attends to its first index + 1 positions
         state = session.memory_state
-        self.slots = None if state is None or state.is_empty else MemorySlots(state, device)
+        self.slots = None if state is None or state.is_empty else _memory_slots(state)
+        self.source = state  # the MemoryState the slots hold
         self.graph = None
         self.logits = None
 
@@ -105,13 +73,15 @@ class GraphedStep:
             return self.slots is None
         if self.slots is None or not self.slots.fits(state):
             return False
-        if self.slots.source is not state:
+        if self.source is not state:
             self.slots.load(state)  # a refresh: new keys into the same slots, between replays
+            self.source = state
         return True
 
     def forward(self) -> torch.Tensor:
         """The fixed-shape step: what a graph captures, what `compile` compiles."""
         mask = ((self.arange <= self.index) & self.valid)[:, None, None, :]
+        lengths = (self.index + 1).to(torch.int32).repeat(self.ids.shape[0]) if self.prefix else None
         self.cache.set_graph_index(self.index)
         try:
             out = self.session.model(
@@ -121,8 +91,9 @@ class GraphedStep:
                 past_key_values=self.cache,
                 use_cache=True,
                 logits_to_keep=1,
-                ewe_memory=None if self.slots is None else self.slots.state,
+                ewe_memory=None if self.slots is None else self.slots.whole_state(),
                 ewe_attention_impl=self.session.attention_impl,
+                ewe_context_lengths=lengths,  # the mask's, where it is a prefix (ops/flash.py takes them instead)
             )
         finally:
             self.cache.set_graph_index(None)

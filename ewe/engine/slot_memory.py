@@ -6,13 +6,17 @@ k units. A row that joins, leaves, or refreshes its memory writes its own slot o
 batch's memory was stacked anew from every row's (`MemoryState.stack`) at each of those events.
 Attention reads slots 0..n-1 as one `MemoryState` of views, nothing copied, up to the last
 position any of them holds (the room left for a refresh's units is not read).
+
+A captured decode step (cuda_graph.py) keeps its memory here too, at fixed addresses:
+`preallocated` buffers of a fixed size, every row written at once by `load` (a refresh between
+replays), and `whole_state` read over all positions, so every replay reads the same shapes.
 """
 from __future__ import annotations
 
 import torch
 
 from ..ops.layer_memory import LayerMemory
-from .session import COPIES
+from .copies import COPIES
 
 GROWTH = 2
 
@@ -29,7 +33,15 @@ class SlotMemory:
         self.bounds: list[list[tuple[int, int]]] = []  # each slot's units' (start, end)
         self.readout: tuple[float, float] | None = None  # (temperature, lse_scale), one for the batch
 
-    def _allocate(self, like, slots: int, positions: int) -> None:
+    @classmethod
+    def preallocated(cls, like, positions: int) -> "SlotMemory":
+        """Slots for each row of the MemoryState `like`, of `positions` positions each (see `load`)."""
+        memory = cls(like.layers[0].key.shape[0])
+        memory.allocate(like, memory.initial_slots, positions)
+        return memory
+
+    def allocate(self, like, slots: int, positions: int) -> None:
+        """Empty buffers (no slot reads anything) of `slots` slots and `positions` positions, laid out as `like`'s."""
         first = like.layers[0]
         self.keys = [m.key.new_zeros(slots, m.key.shape[1], positions, m.key.shape[3]) for m in like.layers]
         self.values = [m.value.new_zeros(slots, m.value.shape[1], positions, m.value.shape[3]) for m in like.layers]
@@ -69,7 +81,7 @@ class SlotMemory:
         first = state.layers[0]
         total = state.unit_bounds[row][-1][1]
         if self.bias is None:
-            self._allocate(state, max(self.initial_slots, slot + 1), GROWTH * total)  # room for a refresh's units
+            self.allocate(state, max(self.initial_slots, slot + 1), GROWTH * total)  # room for a refresh's units
         elif (first.temperature, first.lse_scale) != self.readout:
             raise ValueError(f"rows of one batch read their memories one way: {self.readout} (temperature, "
                              f"lse_scale) here, {(first.temperature, first.lse_scale)} for the row joining")
@@ -100,6 +112,36 @@ class SlotMemory:
             self.log_w[slot] = 0.0
         self.bounds[slot] = self.bounds[source]
         self.set(source, None)
+
+    def fits(self, state) -> bool:
+        """Whether `load` can write `state` into these buffers as they are (same rows, layers, dtype, read-out)."""
+        first = state.layers[0]
+        return (self.bias is not None and len(state.layers) == len(self.keys)
+                and first.key.shape[0] == self.bias.shape[0] and first.key.shape[2] <= self.bias.shape[3]
+                and first.key.dtype == self.keys[0].dtype and (first.temperature, first.lse_scale) == self.readout)
+
+    @torch.inference_mode()
+    def load(self, state) -> None:
+        """Row b of `state` into slot b, every row at once, nothing reallocated (the caller checked `fits`)."""
+        n = state.layers[0].key.shape[2]
+        for key, value, layer in zip(self.keys, self.values, state.layers):
+            key[:, :, :n].copy_(layer.key)
+            value[:, :, :n].copy_(layer.value)
+        self.bias.fill_(float("-inf"))
+        bias = state.layers[0].bias
+        if bias is None:
+            self.bias[..., :n] = 0.0
+        else:
+            self.bias[..., :n].copy_(bias)
+        self.log_w.copy_(state.layers[0].log_ctx_weight)
+        self.bounds = [list(b) for b in state.unit_bounds]
+
+    def whole_state(self):
+        """Every slot over every position as one MemoryState: the same tensors whatever the slots hold."""
+        from ..memory.working_memory import MemoryState  # (deferred: memory imports the engine's encoder)
+
+        return MemoryState([LayerMemory(k, v, self.bias, self.bounds, self.log_w, *self.readout)
+                            for k, v in zip(self.keys, self.values)], self.bounds)
 
     @torch.inference_mode()
     def state(self, n: int):

@@ -12,9 +12,10 @@ A decode step feeds the rows in use only: each row writes its token's keys at it
 own length (an index_put), and its attention runs at its slot over slots 0..n-1 (n: the rows in
 use; modeling/attention.py `ewe_slots` when the batch's row order is not the slots' order),
 attending to its first length + 1 positions under a [n, 1, 1, positions] mask (none when every
-row has the same length). New rows take the lowest free slot; a slot left free that no joining
-row took by the next step gets the row of the highest slot moved down into it (one row's copy,
-`COPIES.moved`), so a step never attends over a free slot and slots 0..n-1 are the rows in use.
+row has the same length), with those lengths beside it for flash-attention (ops/flash.py). New
+rows take the lowest free slot; a slot left free that no joining row took by the next step gets
+the row of the highest slot moved down into it (one row's copy, `COPIES.moved`), so a step never
+attends over a free slot and slots 0..n-1 are the rows in use.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
-from .session import COPIES, DecodingSession
+from ..ops.masks import prefix_mask
+from .copies import COPIES
+from .session import DecodingSession
 from .slot_memory import SlotMemory
 
 GROWTH = 2  # slots or positions multiplier when the buffers are outgrown
@@ -259,9 +262,10 @@ class SlotSession:
         lengths = torch.tensor(self.lengths[:n], device=self.device)
         in_order = self.order == list(range(n))  # the batch's rows are the slots in order
         if all(self.lengths[s] == length - 1 for s in self.order):
-            mask = None  # every row attends to every position: plain causal, as a one-row session
+            mask = attended = None  # every row attends to every position: plain causal, as a one-row session
         else:
-            mask = (torch.arange(length, device=self.device)[None, :] <= lengths[:, None])[:, None, None, :]
+            attended = (lengths + 1).to(torch.int32)  # by slot: its cache and the token it writes now
+            mask = prefix_mask(attended, length)
         self.cache.set_plan((rows, lengths[rows], n, length))
         try:
             out = self.model(
@@ -274,6 +278,7 @@ class SlotSession:
                 ewe_memory=self.memory.state(n),
                 ewe_attention_impl=self.attention_impl,
                 ewe_slots=None if in_order else rows,
+                ewe_context_lengths=attended,  # the mask's lengths, for kernels that take them (ops/flash.py)
             )
         finally:
             self.cache.set_plan(None)

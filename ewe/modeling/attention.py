@@ -32,6 +32,7 @@ def ewe_attention_forward(
     ewe_memory=None,
     ewe_attention_impl: str | None = None,
     ewe_slots: torch.Tensor | None = None,
+    ewe_context_lengths: torch.Tensor | None = None,
     **kwargs,
 ):
     """Attention over the working memory and the context (eq. 1).
@@ -42,12 +43,15 @@ def ewe_attention_forward(
     ewe_slots: the query rows' rows of key and value, when they differ from the query order (a
     continuous batch's slot cache, engine/slots.py, keeps each row in its slot). The rows run at
     their slots and come back in query order.
+    ewe_context_lengths: [B] int32, given with an attention_mask that is the prefix mask of these
+    lengths (ops/masks.py `prefix_mask`, by key row), so that flash-attention can take the lengths
+    instead of the mask.
     """
     if ewe_slots is not None:
         at_slots = query.new_zeros((key.shape[0], *query.shape[1:]))
         at_slots[ewe_slots] = query
         out, _ = ewe_attention_forward(module, at_slots, key, value, attention_mask, scaling, dropout, ewe_memory,
-                                       ewe_attention_impl, **kwargs)
+                                       ewe_attention_impl, ewe_context_lengths=ewe_context_lengths, **kwargs)
         return out[ewe_slots], None
     if ewe_memory is None or ewe_memory.is_empty:
         return sdpa_attention_forward(
@@ -57,7 +61,8 @@ def ewe_attention_forward(
         raise NotImplementedError("ewe attention is for inference: dropout is not supported")
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     fn = select(ewe_attention_impl)
-    out = dispatch.run(fn, query, key, value, ewe_memory.layer(module.layer_idx), attention_mask, scale)
+    out = dispatch.run(fn, query, key, value, ewe_memory.layer(module.layer_idx), attention_mask, scale,
+                       ctx_lengths=ewe_context_lengths)
     return out, None
 
 

@@ -2,8 +2,8 @@
 
 Order of precedence: an explicit `impl` argument, then the environment variable
 EWE_ATTENTION_IMPL, then "auto". "auto" picks flash-attention 4 where it is installed, takes the
-inputs (CUDA, half precision, no context mask: see `flash.supports`) and runs them well (prefill,
-decode of many rows: `flash.preferred`), else the compiled extension when it is built and
+inputs (CUDA, half precision, no context mask or a prefix mask given with its lengths: see
+`flash.supports`) and runs them well (prefill, decode of many rows: `flash.preferred`), else the compiled extension when it is built and
 supports the inputs (see `extension.supports`), else the fused PyTorch path. It says once per
 process which of them it can use (logger "ewe", level WARNING, so the CLI shows it): on CPU only
 when the extension is not built, on CUDA at the first call. Forcing "flash" or "extension" where
@@ -46,13 +46,14 @@ def requested_impl(impl: str | None = None) -> str:
     return choice(impl, "impl", ENV_VAR, IMPLEMENTATIONS, "a memory-attention implementation")
 
 
-def memory_attention_auto(query, key, value, memory, ctx_mask, scale):
-    """flash-attention 4, else the extension, where each takes the inputs; else the fused path (same signature)."""
+def memory_attention_auto(query, key, value, memory, ctx_mask, scale, ctx_lengths=None):
+    """flash-attention 4, else the extension, where each takes the inputs; else the fused path (the signature of
+    memory_attention_flash: ctx_lengths, the keys each row attends to under a prefix ctx_mask, serves flash alone)."""
     if query.is_cuda and not _notice["cuda"]:
         _cuda_notice()
-    if flash.preferred(query, key) and flash.supports(query, key, value, memory, ctx_mask):  # (the cheap test first)
-        _count("flash")
-        return memory_attention_flash(query, key, value, memory, ctx_mask, scale)
+    if flash.preferred(query, key) and flash.supports(query, key, value, memory, ctx_mask, ctx_lengths):
+        _count("flash")  # (the cheap test first)
+        return memory_attention_flash(query, key, value, memory, ctx_mask, scale, ctx_lengths)
     if extension.supports(query, key, value, memory):
         _count("extension")
         return memory_attention_extension(query, key, value, memory, ctx_mask, scale)
@@ -76,10 +77,18 @@ def _count(name: str) -> None:
         used[name] += 1
 
 
-def run(fn: Callable, *args):
-    """Call a kernel `select` returned, counting it in `used` (auto counts the one it picks)."""
-    if fn is not memory_attention_auto:
-        _count(_NAMES[fn])
+def run(fn: Callable, *args, ctx_lengths=None):
+    """Call a kernel `select` returned, counting it in `used` (auto counts the one it picks).
+
+    ctx_lengths: the keys each row attends to when the context mask (args[4]) is their prefix mask
+    (ops/masks.py); handed to the kernels that take it instead of the mask (flash, auto), the others
+    read the mask.
+    """
+    if fn is memory_attention_auto or fn is memory_attention_flash:
+        if fn is memory_attention_flash:
+            _count("flash")
+        return fn(*args, ctx_lengths=ctx_lengths)
+    _count(_NAMES[fn])
     return fn(*args)
 
 

@@ -8,11 +8,14 @@ this module merges the two states in float32. Keys are read where the caches hol
 
 What it takes (`supports`; anything else runs on the compiled extension or the fused path):
 CUDA tensors in float16 or bfloat16 on compute capability 9.x or 10.x, eq. 1 itself (APE's read-out
-runs on the fused path), and no context mask: plain causal attention, as in a prompt's prefill and
-a dynamic cache's decode. A batch with left padding and a static cache's masked buffer carry a mask.
-A row holding fewer memory tokens than the longest row is right-padded (layer_memory.py); its
-used keys are counted from the bias on the device (`seqused_k`), so no step waits for the host
-and a captured CUDA graph replays it.
+runs on the fused path), and a context that is plain causal (a prompt's prefill, a dynamic
+cache's decode) or, in each row, a prefix of its keys given as `ctx_lengths` beside the mask that
+says the same (masks.py `prefix_mask`: the continuous batch's slot cache, whose rows have lengths of
+their own). Other masks (a batch with left padding, a static cache's masked buffer) run elsewhere.
+Flash-attention takes a row's used keys as `seqused_k` and aligns causal queries to the last of
+them. A row holding fewer memory tokens than the longest row is right-padded (layer_memory.py); its
+used keys are counted from the bias on the device, so no step waits for the host and a captured
+CUDA graph replays it.
 
 On Hopper flash-attention 4 has no split-KV: a decode call runs one thread block per row and KV
 head, so with few rows it leaves most of the GPU idle, where the compiled extension's decode
@@ -69,9 +72,10 @@ def load_error() -> str | None:
     return _state["error"]
 
 
-def supports(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory, ctx_mask) -> bool:
+def supports(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory, ctx_mask,
+             ctx_lengths: Tensor | None = None) -> bool:
     """Whether `memory_attention_flash` takes these inputs (see the module docstring)."""
-    if ctx_mask is not None or not query.is_cuda or query.dtype not in DTYPES or not memory.is_eq1 or not available():
+    if (ctx_mask is not None and ctx_lengths is None) or not query.is_cuda or query.dtype not in DTYPES or not memory.is_eq1 or not available():
         return False
     if any(t.dtype != query.dtype or t.get_device() != query.get_device()
            for t in (key, value, memory.key, memory.value)):
@@ -129,15 +133,16 @@ def memory_lengths(memory: LayerMemory) -> Tensor | None:
 
 
 def memory_attention_states(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory, scale: float,
-                            state: Callable) -> Tensor:
-    """Eq. 1 from two calls of a segment kernel `state` and one merge (context plain causal).
+                            state: Callable, ctx_lengths: Tensor | None = None) -> Tensor:
+    """Eq. 1 from two calls of a segment kernel `state` and one merge.
 
     Same tensors as `memory_attention_reference`: query [B, Hq, Q, D]; key, value [B, Hkv, L, D];
-    returns [B, Q, Hq, D] in query's dtype.
+    returns [B, Q, Hq, D] in query's dtype. The context is plain causal over each row's first
+    ctx_lengths[b] keys ([B] int32), or over all L when ctx_lengths is None.
     """
     B, Hq, Q, _ = query.shape
     q = query.transpose(1, 2)
-    out_c, lse_c = state(q, key.transpose(1, 2), value.transpose(1, 2), scale, Q > 1, None)
+    out_c, lse_c = state(q, key.transpose(1, 2), value.transpose(1, 2), scale, Q > 1, ctx_lengths)
     out_m, lse_m = state(q, memory.key.transpose(1, 2), memory.value.transpose(1, 2), scale, False,
                          memory_lengths(memory))
     lse_c = lse_c + memory.log_ctx_weight.view(B, 1, 1).to(lse_c.device)
@@ -147,13 +152,17 @@ def memory_attention_states(query: Tensor, key: Tensor, value: Tensor, memory: L
 
 
 def memory_attention_flash(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory,
-                           ctx_mask: Tensor | None, scale: float) -> Tensor:
-    """Eq. 1 through flash-attention 4; the signature of every memory-attention kernel (dispatch.py)."""
-    if ctx_mask is not None:
-        raise ValueError("memory_attention_flash: ctx_mask must be None (plain causal); a masked context runs on "
-                         "the extension or the fused path")
+                           ctx_mask: Tensor | None, scale: float, ctx_lengths: Tensor | None = None) -> Tensor:
+    """Eq. 1 through flash-attention 4; the signature of every memory-attention kernel (dispatch.py), and
+    ctx_lengths: [B] int32, the keys each row attends to when ctx_mask is their prefix mask (it is then not read)."""
+    if ctx_mask is not None and ctx_lengths is None:
+        raise ValueError("memory_attention_flash: ctx_mask must be None (plain causal) or come with ctx_lengths "
+                         "(a prefix mask); any other masked context runs on the extension or the fused path")
+    if ctx_lengths is not None and (ctx_lengths.shape != (query.shape[0],) or ctx_lengths.dtype != torch.int32):
+        raise ValueError(f"memory_attention_flash: ctx_lengths must be int32 of shape ({query.shape[0]},), one per "
+                         f"row; got {ctx_lengths.dtype} {tuple(ctx_lengths.shape)}")
     if not available():
         raise RuntimeError(f"memory_attention_flash: flash-attention 4 is not available ({load_error()}); "
                            f"{INSTALL_HINT}")
-    return memory_attention_states(query, key, value, memory, scale, flash_state)
+    return memory_attention_states(query, key, value, memory, scale, flash_state, ctx_lengths)
 

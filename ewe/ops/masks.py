@@ -26,3 +26,12 @@ def context_bias(
     mask = mask.float()
     # transformers' float masks use the dtype's min rather than -inf; treat both as "blocked"
     return mask.masked_fill(mask <= torch.finfo(torch.float32).min / 2, float("-inf"))
+
+
+def prefix_mask(lengths: torch.Tensor, kv_len: int) -> torch.Tensor:
+    """A boolean [B, 1, 1, L] mask by which row b attends to its first lengths[b] keys.
+
+    A context under such a mask needs no mask at all in a kernel that takes each row's used keys
+    (flash-attention's `seqused_k`): the slot cache passes `lengths` beside it (engine/slots.py).
+    """
+    return (torch.arange(kv_len, device=lengths.device)[None, :] < lengths[:, None])[:, None, None, :]

@@ -1,0 +1,24 @@
+"""What the batch operations copy of the KV cache and the working memory, counted (`ewe bench batch`)."""
+
+
+class CacheCopies:
+    """Bytes of KV cache the batch operations copy (`ewe bench batch` reports them): `other_rows`,
+    rows copied because another row left (session.py's batches: a branch's candidates that stopped
+    leave, the rows that stay are selected anew); `own_rows`, a row taken out of the continuous
+    batch's slots or written back (engine/slots.py), and a joining row's own cache; `grown`, every
+    row copied when the slot buffers are outgrown (rare: they double); `moved`, a row moved down
+    into a slot left free that no joining row took (slots.py: once, instead of attending over the
+    hole at every step)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.other_rows = self.own_rows = self.grown = self.moved = 0
+
+
+COPIES = CacheCopies()
+
+
+def cache_bytes(cache) -> int:
+    return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
