@@ -849,6 +849,21 @@ def test_an_unfinished_last_sentence_that_loops_is_dropped():
     assert drop["reason"] == "garbled" and drop["cut_off"]
 
 
+def test_a_passage_head_copied_before_a_sentence_fails_it_but_not_an_unfinished_tail():
+    """"Title (description): text" is the datastore's passage copied, not a sentence of the answer: a complete
+    one fails its check (here dropped); a cut-off last one stays, the passage's text with it."""
+    copied = "Marie Curie (Polish physicist (1867–1934)): She won two Nobel prizes."
+    r = make(text_script(fixed(f"{A} {copied} {C}")), ScriptedChecker(false=set()),
+             on_retries_exhausted="drop").generate(PROMPT)
+    assert {e["sentence"] for e in events(r, "check") if e.get("reason") == "heading"} == {copied}
+    assert copied not in r.text and r.text.strip().startswith(A)
+    tail = "Marie Curie (Polish physicist (1867–1934)) She won two Nobel prizes, one in"
+    cut = len(ids_of(f"{A} {tail}")) - 2
+    r = make(text_script(fixed(f"{A} {tail} physics.")), ScriptedChecker(false=set()),
+             max_new_tokens=cut).generate(PROMPT)
+    assert r.text.startswith(f"{A} Marie Curie (Polish physicist (1867–1934)) She won") and not events(r, "no_answer_dropped")
+
+
 class OnlyTrue(ScriptedChecker):
     """Judges every sentence but `true` unsupported: every candidate fails, so rounds go on."""
 

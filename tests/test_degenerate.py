@@ -50,6 +50,12 @@ BIO = ("Tell me a bio of Henrik Ibsen. Provide as many specific details and exam
     ("Suzannah Ibsen (1836–1914)  Sigurd Ibsen (Norwegian politician)", HEADING),  # a list of heads
     ("Born: 20 March 1828", HEADING),
     ("Place of birth: Skien, Norway", HEADING),
+    # a passage's head opening the sentence that copies the passage (read in the demo's EWE answer)
+    ("Marie Curie (Polish-French physicist and chemist, 1867–1934): Maria Salomea Skłodowska Curie was a "
+     "Polish-French physicist and chemist.", HEADING),
+    ("Peer Gynt (play by Henrik Ibsen) : a verse drama in five acts.", HEADING),
+    ("Pablo Escobar (Colombian drug lord (1949–1993))  His drug cartel monopolized the cocaine trade.", HEADING),
+    ("Milton Friedman (American economist and statistician (1912–2006))", HEADING),
 ])
 def test_what_is_no_answer(sentence, why):
     assert degenerate(sentence, BIO) == why
@@ -69,6 +75,10 @@ def test_what_is_no_answer(sentence, why):
     "The article he published in 1905 introduced special relativity.",  # an article of the subject's
     "He was awarded the 1920s prize for the 3rd time.",  # decades and ordinals are not fused digits
     "Henrik Ibsen (1828–1906) was a Norwegian playwright.",  # a head that goes on as a sentence
+    "Ibsen (then 36) left Norway for Italy: he stayed abroad for 27 years.",  # a colon later in prose
+    'He wrote Peer Gynt (1867): "a poem of the Norwegian soul", as he called it.',
+    "Henrik Ibsen (born in Skien (Telemark)) and Bjørnson wrote for the theatre in Bergen.",
+    "Albert Einstein (1879–1955) and Mileva Marić married in 1903.",
     "In 1864 he left Norway (for Italy).",  # a sentence that ends in a parenthesis
     'He said: "I am a poet, not a philosopher."',  # a speaker, not a field
     'Ibsen wrote: "A community is like a ship."',
@@ -123,8 +133,9 @@ def test_the_heading_test_reads_a_long_line_in_one_pass():
     spaces belong to either head took seconds at 24 heads and doubled with each one more)."""
     from ewe.verify.degenerate import is_heading
 
-    assert not is_heading("Ibsen (playwright) " * 200 + "wrote plays.")
-    assert is_heading("Ibsen (playwright) " * 200)
+    assert not is_heading("Ibsen (playwright), " * 200 + "wrote plays.")
+    assert is_heading("Ibsen (playwright), " * 200)
+    assert is_heading("Ibsen (playwright) " * 200 + "wrote plays.")  # heads, then text: a copy
 
 
 def test_drop_no_answers_keeps_the_answer_around_what_it_drops():
@@ -139,6 +150,13 @@ def test_drop_no_answers_keeps_the_answer_around_what_it_drops():
     # a prompt about a thing has no person to leave: a maker's sentence stays
     thing = "What can you tell me about Radium Institute?"
     assert drop_no_answers("Pierre Curie was a French physicist.", thing) == ("Pierre Curie was a French physicist.", [])
+    # a passage's head copied before the passage's text: the head goes, the text stays (it cannot be rewritten)
+    text = ("Henrik Ibsen (Norwegian playwright (1828–1906)) He wrote A Doll's House in 1879. "
+            "Peer Gynt (play by Henrik Ibsen): I hope you enjoy this bio. He died in 1906.")
+    kept, dropped = drop_no_answers(text, BIO)
+    assert kept == "He wrote A Doll's House in 1879. He died in 1906."
+    assert [(d["reason"], d.get("kept")) for d in dropped] == [("heading", "He wrote A Doll's House in 1879."),
+                                                            ("meta", None)]  # talk to the reader: dropped whole
 
 
 def test_one_no_answer_rule_for_the_loop_and_the_baselines():
@@ -152,3 +170,4 @@ def test_one_no_answer_rule_for_the_loop_and_the_baselines():
     assert no_answer("A tower is indeed a tall structure, taller than it is wide.", tower) == "off_subject"
     assert no_answer("The tower is 330 metres tall.", tower) is None
     assert no_answer("Pierre Curie was a French physicist.", BIO, reject_off_subject=False) is None
+

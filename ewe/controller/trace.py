@@ -190,7 +190,10 @@ def render(events: list[dict], width: int = 100) -> str:
             say(f"{at} feedback kept out of memory (about another subject): {', '.join(e['titles'])}")
         elif kind == "no_answer_dropped":
             which = "the unfinished last sentence" if e.get("cut_off") else "a sentence that is no answer"
-            say(f"{at} dropped {which} ({e['reason']})", e["sentence"])
+            if e.get("kept"):
+                say(f"{at} dropped the passage's head that opened a sentence ({e['reason']}); kept", e["kept"])
+            else:
+                say(f"{at} dropped {which} ({e['reason']})", e["sentence"])
         elif kind == "repeats_dropped":
             say(f"{at} dropped {len(e['dropped'])} sentence(s) that add nothing to those before them")
             for d in e["dropped"]:

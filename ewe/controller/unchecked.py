@@ -6,7 +6,7 @@ ControlledRun (its tracker, trace, backtracks and first-token bans).
 from __future__ import annotations
 
 from ..engine import Rewind
-from ..verify.degenerate import LOOP, repeated_clause
+from ..verify.degenerate import HEADING, LOOP, after_copied_head, repeated_clause
 
 # an unfinished sentence is read for a loop from its 24th token on, every 8 tokens (T_v's rhythm)
 LOOP_CHECK_FROM, LOOP_CHECK_EVERY = 24, 8
@@ -34,11 +34,14 @@ def unverified_repeat(run) -> Rewind | None:
 def cut_off_tail(run) -> None:
     """A last sentence the token budget cut off is never fact-checked (it is unfinished), but one
     whose claims the answer already holds only pads it, and one that is no answer (a loop:
-    "Russian poet, poet, poet, ...") is none: the answer ends before it."""
+    "Russian poet, poet, poet, ...") is none: the answer ends before it. (A passage's head copied
+    before the passage's text is no reason: that text would go with it.)"""
     tail = run.tracker.unfinished()
     if tail is None:
         return
     why = run.why_no_answer(tail.text)
+    if why == HEADING and after_copied_head(tail.text):
+        why = None  # a head copied before the passage's text: unfinished and unchecked, it stays as written
     if why:
         run.trace.add("no_answer_dropped", sentence=tail.text, reason=why, cut_off=True)
         run.tracker.truncate(tail.start)

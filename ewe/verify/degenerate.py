@@ -11,9 +11,11 @@ A checker judges claims; these fail before any claim is read, with the reason th
            is a bio of ...").
   heading  a heading or a form's field, not a sentence: a passage's "Title (description)" head
            copied on its own line ("Kumārila Bhaṭṭa (Hindu 8th century philosopher and
-           scholar)"), or "Label: value" ("Name: ...", "Date: 14th century", "Place: India"). A
-           checker finds such a line supported (it restates the passage's head), and an answer
-           of them reads as a form.
+           scholar)"), or opening the sentence it copies ("Marie Curie (Polish-French physicist
+           and chemist, 1867–1934): Maria Salomea Skłodowska Curie was ...", "Pablo Escobar
+           (Colombian drug lord (1949–1993))  His drug cartel ..."), or "Label: value"
+           ("Name: ...", "Date: 14th century", "Place: India"). A checker finds such a line
+           supported (it restates the passage), and an answer of them reads as a form.
   garbled  digits fused with words ("189december"), a word three times in a row, a fragment
            with fewer than two words ("2019-01-22", "Legend:", "3." read alone in answers), or
            the sentence in another language than the prompt's (a French sentence in an English
@@ -208,8 +210,11 @@ def looks_garbled(text: str, prompt: str = "") -> bool:
 # sentence ending in a parenthesis ("In 1864 he left Norway (for Italy).") is not one
 _CAP = r"[A-ZÀ-ÖØ-Þ][\w'’.\-]*"
 _PARTICLE = r"(?:de|da|di|do|du|dos|von|van|der|den|of|the|and|al|el|bin|ibn|la|le|y)"
-_ONE_HEAD = rf"{_CAP}(?:\s+(?:{_CAP}|{_PARTICLE}))*\s*\([^()\n]{{2,160}}\)"
+_ONE_HEAD = rf"{_CAP}(?:\s+(?:{_CAP}|{_PARTICLE}))*\s*\((?:[^()\n]|\([^()\n]{{0,80}}\)){{2,160}}\)"  # dates may nest
 _HEAD = re.compile(rf"\s*{_ONE_HEAD}(?:[:.,;]?\s+{_ONE_HEAD})*[:.,;]?\s*", re.UNICODE)
+# the same head, then the passage's text after its colon or a capital (the head's own sentence never
+# ends): a copy, where prose goes on from the parenthesis ("Henrik Ibsen (1828–1906) was a playwright.")
+_HEAD_OPENING = re.compile(rf"\s*{_ONE_HEAD}(?:\s*:\s+|\s+(?=[A-ZÀ-ÖØ-Þ]))(?=\S)", re.UNICODE)
 # "Name: ...": a label of one to three words, then a colon; not a speaker ("He said: ...",
 # "Einstein wrote: ...")
 _FIELD = re.compile(r"\s*([A-ZÀ-ÖØ-Þ][^\W\d_]*(?:\s[^\W\d_]+){0,2})\s*:\s", re.UNICODE)
@@ -219,10 +224,16 @@ _SPEAKER = frozenset("he she it they i we you said says wrote writes stated stat
 
 def is_heading(sentence: str) -> bool:
     """A heading or a form's field on its own line rather than a sentence (see the module docstring)."""
-    if _HEAD.fullmatch(sentence):
+    if _HEAD.fullmatch(sentence) or _HEAD_OPENING.match(sentence):
         return True
     field = _FIELD.match(sentence)
     return bool(field) and not any(w.lower() in _SPEAKER for w in field.group(1).split())
+
+
+def after_copied_head(sentence: str) -> str | None:
+    """The text after a passage's head that opens `sentence` (the passage's own text), or None."""
+    opening = _HEAD_OPENING.match(sentence)
+    return sentence[opening.end():] if opening else None
 
 
 def degenerate(sentence: str, prompt: str = "") -> str | None:
@@ -261,7 +272,8 @@ def drop_no_answers(text: str, prompt: str, reject_degenerate: bool = True,
     """`text` without its sentences that are no answer (`no_answer`), and what was dropped
     ({"sentence", "reason"}, plus "about" for off_subject): for methods that compose a whole
     answer (CoVe, A2R, Streaming-VR's and Full-VR's refined text) and never rewrite one sentence
-    of it. The text between kept sentences is kept as written."""
+    of it. The text between kept sentences is kept as written. A passage's head copied before
+    the passage's text goes alone ({"kept": the text after it}) where that text is an answer."""
     if not (reject_degenerate or reject_off_subject) or not text.strip():
         return text, []
     subject = subject_of(prompt)
@@ -275,6 +287,12 @@ def drop_no_answers(text: str, prompt: str, reject_degenerate: bool = True,
         if why == "off_subject":
             item["about"] = off_subject_of(sentence, subject)
         dropped.append(item)
+        rest = after_copied_head(sentence) if why == HEADING else None
+        if rest is not None and no_answer(rest, prompt, reject_degenerate, reject_off_subject, subject) is None:
+            item["kept"] = rest
+            kept.append(text[at:start] + rest)
+            at = end
+            continue
         kept.append(text[at:start])
         at = end
         while at < len(text) and text[at].isspace():
