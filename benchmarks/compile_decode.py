@@ -17,7 +17,6 @@ from ewe import EWE
 from ewe.bench.decode import BENCH_PROMPT, BENCH_TITLES
 from ewe.data.wiki import passage
 from ewe.engine import DecodingSession
-from ewe.memory import MemoryState
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=48)

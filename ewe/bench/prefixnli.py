@@ -86,7 +86,7 @@ def run_prefixnli_bench(args, load_ewe) -> int:
     print("ms/token: decode time over answer tokens (prefill excluded), median over prompts and repeats; x plain: "
           "its ratio to plain decoding's, same process. The no-cache run writes fewer tokens (it is slow); its "
           f"answers agree with the cached judge's on their common tokens in {sum(same)} of {len(same)} runs.")
-    print(f"target (issue 34): cached <= 2.5x plain decoding; the paper measures about 2.4x-2.9x (1B generator, GPU)")
+    print("target (issue 34): cached <= 2.5x plain decoding; the paper measures about 2.4x-2.9x (1B generator, GPU)")
     return 0
 
 

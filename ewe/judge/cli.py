@@ -1,7 +1,6 @@
 """`ewe judge data | train | eval`: make the judge's training data, train it, measure it."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
