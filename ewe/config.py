@@ -138,8 +138,7 @@ class CheckerConfig(Settings):
         "(ewe/verify/degenerate.py; trace reasons 'loop': it repeats a clause of its own, 'meta': it talks to "
         "the user or about the answer, 'heading': a passage's \"Title (description)\" head on its own line or "
         "opening the passage's text copied, or a \"Label: value\" field, 'garbled': fused or tripled words, or "
-        "another language than the prompt's), and no candidate rewrite of that "
-        "kind is kept"
+        "another language than the prompt's), and no candidate rewrite of that kind is kept"
     )
     reject_off_subject: bool = Field(
         True, description="a sentence about another subject than the prompt's fails its check whatever its "

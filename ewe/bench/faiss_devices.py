@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from ..argtypes import positive_float, positive_int, seed
+from .retrieval import print_columns
 
 TIE_TOL = 1e-5
 DIM = 384  # the embedded embedder's (all-MiniLM-L6-v2)
@@ -329,11 +330,7 @@ def print_report(r: dict) -> None:
                       f"{x['batched_qps']:.0f}", f"{x['gpu_over_cpu_batched']:.2f}" if c else "-",
                       f"{c['ids_equal']}/{c['ranks']}" if c else "(ref)", str(c["ties_reordered"]) if c else "-",
                       str(c["mismatches"]) if c else "-", f"{c['max_score_gap']:.1e}" if c else "-"])
-    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
-    print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
-    print("  ".join("-" * w for w in widths))
-    for l in lines:
-        print("  ".join(c.ljust(w) for c, w in zip(l, widths)))
+    print_columns(head, lines)
     for x in r["rows"]:
         for m in x.get("vs_cpu", {}).get("first_mismatches", []):
             print(f"mismatch {x['factory']} {x['device']}: query {m['query']} rank {m['rank']}: cpu id {m['id_ref']} "

@@ -190,14 +190,19 @@ def _print(r: dict) -> None:
               f"{x['search_batched_ms_per_query']:.3f}", f"{x['exact_over_index_batched']:.2f}",
               f"{x['recall_at_k']:.3f}", f"{x['top1_title_accuracy']:.3f}"]
              for x in r["indexes"]]
+    print_columns(head, lines)
+    print(f"x exact: exact (Flat) search time over the index's, on the same {r['queries']} query vectors and k, "
+          f"timed interleaved in this run (median of per-query ratios; batched: of {r['batch_repeats']} repeats); "
+          "> 1 is faster than exact. Search times exclude query embedding; recall is against the same exact results.")
+
+
+def print_columns(head: list[str], lines: list[list[str]]) -> None:
+    """A table as aligned columns under a ruled header (also ewe bench faiss-devices')."""
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
     print("  ".join("-" * w for w in widths))
     for l in lines:
         print("  ".join(c.ljust(w) for c, w in zip(l, widths)))
-    print(f"x exact: exact (Flat) search time over the index's, on the same {r['queries']} query vectors and k, "
-          f"timed interleaved in this run (median of per-query ratios; batched: of {r['batch_repeats']} repeats); "
-          "> 1 is faster than exact. Search times exclude query embedding; recall is against the same exact results.")
 
 
 def main(argv: list[str] | None = None) -> int:

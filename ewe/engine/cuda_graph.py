@@ -58,6 +58,7 @@ class GraphedStep:
         state = session.memory_state
         self.slots = None if state is None or state.is_empty else _memory_slots(state)
         self.source = state  # the MemoryState the slots hold
+        self.memory = None if self.slots is None else self.slots.whole_state()  # what attention reads
         self.graph = None
         self.logits = None
 
@@ -75,7 +76,7 @@ class GraphedStep:
             return False
         if self.source is not state:
             self.slots.load(state)  # a refresh: new keys into the same slots, between replays
-            self.source = state
+            self.source, self.memory = state, self.slots.whole_state()
         return True
 
     def forward(self) -> torch.Tensor:
@@ -91,7 +92,7 @@ class GraphedStep:
                 past_key_values=self.cache,
                 use_cache=True,
                 logits_to_keep=1,
-                ewe_memory=None if self.slots is None else self.slots.whole_state(),
+                ewe_memory=self.memory,
                 ewe_attention_impl=self.session.attention_impl,
                 ewe_context_lengths=lengths,  # the mask's, where it is a prefix (ops/flash.py takes them instead)
             )

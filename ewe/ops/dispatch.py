@@ -3,7 +3,8 @@
 Order of precedence: an explicit `impl` argument, then the environment variable
 EWE_ATTENTION_IMPL, then "auto". "auto" picks flash-attention 4 where it is installed, takes the
 inputs (CUDA, half precision, no context mask or a prefix mask given with its lengths: see
-`flash.supports`) and runs them well (prefill, decode of many rows: `flash.preferred`), else the compiled extension when it is built and
+`flash.supports`) and runs them well (prefill, decode of many rows: `flash.preferred`), else the
+compiled extension when it is built and
 supports the inputs (see `extension.supports`), else the fused PyTorch path. It says once per
 process which of them it can use (logger "ewe", level WARNING, so the CLI shows it): on CPU only
 when the extension is not built, on CUDA at the first call. Forcing "flash" or "extension" where
@@ -84,11 +85,10 @@ def run(fn: Callable, *args, ctx_lengths=None):
     (ops/masks.py); handed to the kernels that take it instead of the mask (flash, auto), the others
     read the mask.
     """
+    if fn is not memory_attention_auto:
+        _count(_NAMES[fn])
     if fn is memory_attention_auto or fn is memory_attention_flash:
-        if fn is memory_attention_flash:
-            _count("flash")
         return fn(*args, ctx_lengths=ctx_lengths)
-    _count(_NAMES[fn])
     return fn(*args)
 
 

@@ -11,7 +11,8 @@ CUDA tensors in float16 or bfloat16 on compute capability 9.x or 10.x, eq. 1 its
 runs on the fused path), and a context that is plain causal (a prompt's prefill, a dynamic
 cache's decode) or, in each row, a prefix of its keys given as `ctx_lengths` beside the mask that
 says the same (masks.py `prefix_mask`: the continuous batch's slot cache, whose rows have lengths of
-their own). Other masks (a batch with left padding, a static cache's masked buffer) run elsewhere.
+their own, and the static cache's graph step over its buffer). A batch with left padding carries
+another mask and runs elsewhere.
 Flash-attention takes a row's used keys as `seqused_k` and aligns causal queries to the last of
 them. A row holding fewer memory tokens than the longest row is right-padded (layer_memory.py); its
 used keys are counted from the bias on the device, so no step waits for the host and a captured
@@ -75,7 +76,9 @@ def load_error() -> str | None:
 def supports(query: Tensor, key: Tensor, value: Tensor, memory: LayerMemory, ctx_mask,
              ctx_lengths: Tensor | None = None) -> bool:
     """Whether `memory_attention_flash` takes these inputs (see the module docstring)."""
-    if (ctx_mask is not None and ctx_lengths is None) or not query.is_cuda or query.dtype not in DTYPES or not memory.is_eq1 or not available():
+    if ctx_mask is not None and ctx_lengths is None:
+        return False
+    if not query.is_cuda or query.dtype not in DTYPES or not memory.is_eq1 or not available():
         return False
     if any(t.dtype != query.dtype or t.get_device() != query.get_device()
            for t in (key, value, memory.key, memory.value)):
