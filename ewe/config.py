@@ -47,6 +47,9 @@ class MemoryConfig(Settings):
     unit_tokens: int = Field(128, ge=8, le=4096, description="M: the most tokens one unit holds")
     retrieval_units: int = Field(4, ge=0, le=64, description="capacity of the retrieved-passage pool")
     feedback_units: int = Field(2, ge=0, le=64, description="capacity of the fact-checking feedback pool")
+    subject_units: int = Field(0, ge=0, le=64, description="with a controller: the prompt's subject resolved to its "
+                               "article in the datastore (controller/subject_article.py), its first subject_units "
+                               "chunks pinned in memory for the whole answer, never evicted; 0: none")
     # Measured (benchmarks/memory_vs_prompt.py, 24 Wikipedia summaries, SmolLM2-135M): with the
     # start token the summary's own sentence is more likely in 18 of 24 cases (mean NLL 1.625
     # vs 1.665 nats/token; no memory 3.531), so no attention-sink harm shows here.

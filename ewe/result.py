@@ -24,6 +24,14 @@ class GenerationResult:
     stats: Mapping = field(default_factory=dict)  # ewe.stats: token counts, timings, pauses, checks, footprint
     trace: list = field(default_factory=list)
     sentences: list = field(default_factory=list)
+    # controlled runs: the prompt's subject ("name"), whether the datastore has it ("found": its article
+    # pinned, or a retrieved passage that can speak about it; null when there is no subject or no search),
+    # and, pinned, its article's "title", "how" it was resolved and its "chunks"
+    subject: dict = field(default_factory=dict)
+
+    @property
+    def subject_found(self) -> bool | None:
+        return self.subject.get("found")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "subject_found": self.subject_found}

@@ -219,7 +219,8 @@ class Runtime:
     def new_memory(self) -> WorkingMemory:
         """An empty working memory with this configuration's pools, sharing the unit encoder."""
         mem = self.config.memory
-        return WorkingMemory(self.encoder, mem.retrieval_units, mem.feedback_units, mem.temperature, mem.lse_scale)
+        return WorkingMemory(self.encoder, mem.retrieval_units, mem.feedback_units, mem.temperature, mem.lse_scale,
+                             mem.subject_units)
 
     def prompt_ids(self, prompt: str, system_prompt: str | None = None) -> list[int]:
         """The prompt through the chat template; its text can never become a control token."""

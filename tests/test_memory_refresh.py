@@ -69,5 +69,28 @@ def test_a_persons_namesakes_stay_out_but_passages_about_them_come_in():
              ("Izumo no Okuni", hit("Izumo no Okuni", "Izumo no Okuni was a Japanese entertainer."), True)]
     for person, passage, kept in cases:
         assert refresh(person, person=True).speaks_about(passage.title, passage.text) == kept, (person, passage.title)
-    # a thing's answer is told by the plain rule: the Eiffel Tower's passages all name it
-    assert refresh("Maya Angelou").speaks_about("Maya civilization", "Maya civilization: The Maya ...")
+    # a thing's passages must name it whole: a namesake's article never speaks about it (issue 72),
+    # nor one that shares a common word of its name
+    assert not refresh("Maya Angelou").speaks_about("Maya civilization", "Maya civilization: The Maya ...")
+    assert not refresh("Battle of Agincourt").speaks_about(
+        "Baybars", "Baybars: He defeated the Mongols at the Battle of Ain Jalut.")
+    assert refresh("Battle of Agincourt").speaks_about("Henry V", "Henry V: He won the battle of Agincourt in 1415.")
+
+
+def test_once_the_article_is_known_other_articles_must_name_the_subject():
+    """Read in the default's answers (issue 72): Prince (musician)'s memory held Machiavelli's The
+    Prince, Martin Luther's Martin Luther King Jr.'s, Aung San's Aung San Suu Kyi's."""
+    def known(name, title):
+        r = refresh(name, person=True)
+        r.article = SimpleNamespace(title=title)
+        return r
+
+    prince = known("Prince", "Prince (musician)")
+    assert prince.speaks_about("Prince (musician)", "Prince (musician): Prince was an American singer.")
+    assert not prince.speaks_about("The Prince", "The Prince: The Prince is a treatise by Machiavelli.")
+    assert not prince.speaks_about("Niccolò Machiavelli", "Niccolò Machiavelli: He wrote The Prince.")
+    luther = known("Martin Luther", "Martin Luther")
+    assert not luther.speaks_about("Martin Luther King Jr.", "Martin Luther King Jr.: Martin Luther King Jr. was a minister.")
+    assert luther.speaks_about("Philipp Melanchthon", "Philipp Melanchthon: He worked with Martin Luther.")
+    assert not known("Aung San", "Aung San").speaks_about(
+        "Aung San Suu Kyi", "Aung San Suu Kyi: She is the daughter of Aung San and won the Nobel Peace Prize.")

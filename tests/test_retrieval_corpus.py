@@ -132,10 +132,34 @@ def test_sentence_boundaries(tok, docs):
     assert len(chunks) >= 3
     for c in chunks:
         assert c.text[0].isupper() and c.text.endswith("."), c.text  # whole sentences only
-    # each chunk is greedy: the next sentence would not have fitted
-    for a, b in zip(chunks, chunks[1:]):
-        first_next = b.text[: b.text.index(".") + 1]
-        assert ntok(tok, format_passage(a.title, a.description, a.text + " " + first_next)) > 64
+    # as few chunks as a greedy fill makes, but balanced: no chunk is a short tail
+    greedy, cur = 0, None
+    for sentence in [s.strip() + "." for s in doc.text.split(".") if s.strip()]:
+        cand = sentence if cur is None else cur + " " + sentence
+        if cur is not None and ntok(tok, format_passage(doc.title, doc.description, cand)) <= 64:
+            cur = cand
+        else:
+            greedy, cur = greedy + 1, sentence
+    assert len(chunks) == greedy
+    sizes = [ntok(tok, c.text) for c in chunks]
+    assert min(sizes) >= Chunker(tok, 64).floor_tokens() and max(sizes) - min(sizes) < max(sizes) / 2, sizes
+
+
+def test_a_long_sentence_before_a_short_one_leaves_no_short_tail(tok):
+    """Greedy filling left the article's last sentence alone ("It is now used throughout India.", the
+    whole answer about Subhas Chandra Bose, issue 72): the cut moves back into the sentence before."""
+    long = " ".join(f"word{i}" for i in range(40)) + "."
+    doc = Document("d", "Some title", f"{long} It is now used throughout India.")
+    chunker = Chunker(tok, 64)
+    chunks = chunker.chunk(doc)
+    assert len(chunks) == 2 and all(ntok(tok, c.passage) <= 64 for c in chunks)
+    assert all(ntok(tok, c.text) >= chunker.floor_tokens() for c in chunks), [c.text for c in chunks]
+    assert chunks[1].text.endswith("It is now used throughout India.") and chunks[0].end <= chunks[1].start
+    assert "".join((chunks[0].text + chunks[1].text).split()) == "".join(doc.text.split())
+    # a short lead before a long sentence takes words from the chunk after it instead
+    doc = Document("e", "Some title", f"A lead. {long}")
+    chunks = chunker.chunk(doc)
+    assert chunks[0].text.startswith("A lead.") and all(ntok(tok, c.text) >= chunker.floor_tokens() for c in chunks)
 
 
 def test_overlong_sentence_cut_at_words(tok, docs):

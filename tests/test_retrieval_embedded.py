@@ -78,3 +78,24 @@ def test_second_call_loads_the_cache(wiki, tokenizer):
     assert time.perf_counter() - start < 30
     assert again.path == wiki.path and again.manifest["created"] == wiki.manifest["created"]
     assert len(again) == len(wiki) > 10_000
+
+
+def test_no_chunk_of_a_longer_article_falls_under_the_floor(wiki, tokenizer):
+    """Issue 72: 973 of the embedded articles' last chunks were 30 words or fewer (greedy filling);
+    now each article's chunks are balanced and none of a longer article is under the floor."""
+    from ewe.retrieval.chunking import Chunker
+
+    chunker = Chunker(tokenizer, wiki.manifest["chunking"]["chunk_tokens"])
+    assert wiki.manifest["chunking"]["version"] == 2
+    chunks: dict[str, list] = {}
+    for pid in range(len(wiki)):
+        hit = wiki.passage(pid)
+        chunks.setdefault(hit.source_id, []).append(hit)
+    longer = [hits for hits in chunks.values() if len(hits) > 1]
+    assert len(longer) > 3000
+    short = [h.body for hits in longer for h in hits if chunker.count(h.body) < chunker.floor_tokens()]
+    assert short == []
+    tails = sum(len(hits[-1].body.split()) <= 30 for hits in longer)
+    assert tails < 300, tails  # 973 before; a 30-word chunk is now a whole sentence, not a tail
+    # an article's chunks, in order, are what the datastore hands back for it
+    assert [h.id for h in wiki.article("Marie Curie")] == sorted(h.id for h in chunks["Marie Curie"])

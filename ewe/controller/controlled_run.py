@@ -23,6 +23,7 @@ from ..engine.actions import or_else
 from ..engine.watch import answer_watchers
 from ..judge.checker import shipped_judge
 from ..result import GenerationResult
+from ..tokens import text_ids
 from ..verify.degenerate import no_answer
 from ..verify.prompt_subject import subject_of
 from ..verify.redundancy import Redundancy
@@ -390,11 +391,37 @@ class ControlledRun(Hook):
             sched.tick()
 
     def on_token(self, loop: TokenLoop, row: int, token: int, completed: list[Sentence]) -> Rewind | Branch | None:
+        if self.subject_found is False and self.cfg.when_subject_missing == "say":
+            return self._say_missing()
         self.sampled_under[len(self.tracker.tokens) - 1] = self.refresh.version
         self._new_sentences(completed)
         return self._pauses(final=False) or unchecked.looping_tail(self)
 
+    def _say_missing(self) -> Rewind | None:
+        """The datastore has nothing about the prompt's subject: the answer is one plain sentence saying
+        so (forced in place of the model's first token, then the answer ends), never another subject's
+        facts; no pause runs on it."""
+        if self.said_missing:
+            return None
+        self.said_missing = True
+        name = self.subject.name
+        text = (f"I found nothing about {name} in my knowledge source, so I cannot tell you facts about "
+                f"{name} that I could check.")
+        self.trace.add("subject_missing", name=name, text=text)
+        return Rewind(0, text_ids(self.runtime.tokenizer, text), end=True)
+
+    def subject_report(self) -> dict:
+        """The result's `subject`: the prompt's subject, whether the datastore has it, and its pinned article."""
+        if self.subject is None:
+            return {}
+        out = {"name": self.subject.name, "person": self.subject.person, "found": self.subject_found}
+        if self.refresh.article is not None:
+            out.update(self.refresh.article.describe())
+        return out
+
     def on_end(self, loop: TokenLoop, row: int, reason: str) -> Rewind | Branch | None:
+        if self.said_missing:
+            return None
         if reason == "eos":
             self._new_sentences(self.tracker.finish(complete=True))
         else:  # cut off: a last sentence is checked only if it ended before the budget did
@@ -432,6 +459,8 @@ class ControlledRun(Hook):
         memory, the samplers; the prompt's token ids (`offset`: the memory's positions)."""
         rt, dec = self.runtime, self.dec
         self.session = None
+        self.subject_found: bool | None = None  # whether the datastore has the prompt's subject (None: not asked)
+        self.said_missing = False
         text_passages = []
         if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
             passages = self.initial_passages
@@ -442,7 +471,11 @@ class ControlledRun(Hook):
             self.refresh.in_prompt = dict.fromkeys(passages)
             text_passages = passages
         elif self.initial_passages is None and rt.datastore is not None:
-            self.retrieved = [h.to_dict() for h in self.refresh.retrieve(self.prompt, "prompt")]
+            article = self.refresh.pin(self.prompt)
+            kept = self.refresh.retrieve(self.prompt, "prompt")
+            self.retrieved = [h.to_dict() for h in kept]
+            if self.subject is not None:  # no article, and no passage that can speak about the subject
+                self.subject_found = article is not None or bool(kept)
         elif self.initial_passages:
             self.refresh.add(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
@@ -464,7 +497,8 @@ class ControlledRun(Hook):
 
 def memory_offset(config) -> int:
     """Where an answer's context positions start: after the memory's unit positions, if it has any."""
-    return config.memory.unit_tokens if config.memory.retrieval_units + config.memory.feedback_units else 0
+    mem = config.memory
+    return mem.unit_tokens if mem.retrieval_units + mem.feedback_units + mem.subject_units else 0
 
 
 def answer_loop(runtime, dec, session, records: list | None = None, hooks: list | None = None,

@@ -1,6 +1,7 @@
-"""What enters one answer's working memory, and when: retrieved passages about the prompt's
-subject, given passages and the checker's feedback, each change traced and pushed to the
-decoding session (the paper's refresh, docs/DESIGN.md section 2).
+"""What enters one answer's working memory, and when: the prompt's subject article (pinned, with
+memory.subject_units), retrieved passages about the prompt's subject, given passages and the
+checker's feedback, each change traced and pushed to the decoding session (the paper's refresh,
+docs/DESIGN.md section 2).
 
 `version` counts the changes: a greedy retry under the same memory as its attempt would write
 that attempt again (ControlledRun._retry_would_repeat), and candidates reuse the prompt's cache
@@ -8,10 +9,13 @@ only while the memory it was read under is unchanged.
 """
 from __future__ import annotations
 
+import re
 import time
 import warnings
 
 from ..retrieval.in_prompt import UNIT_TEXTS
+from .subject_article import SubjectArticle, find_article
+from ..verify.namesakes import namesake_kind
 from ..verify.subject import names_subject, passage_subject, same_person, same_subject
 from ..verify.types import Evidence
 
@@ -30,6 +34,9 @@ class MemoryRefresh:
         # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
         # not a set: the candidates re-read them in this order, and a set's order changes per process
         self.in_prompt: dict[str, None] = {}
+        self.person = person
+        self.article: SubjectArticle | None = None  # the subject's own article, once `pin` found it
+        self.pinned: set[int] = set()  # its chunks' passage ids: in memory already, never retrieved again
 
     def changed(self, why: str) -> None:
         self.version += 1
@@ -65,10 +72,39 @@ class MemoryRefresh:
             self.add([f["text"] for f in feedback], "feedback",
                      [{"form": f["form"], "title": f["title"]} for f in feedback], "fact-check feedback")
 
-    def retrieve(self, query: str, why: str, into_prompt: bool = False) -> list:
-        """Search; the hits become retrieval units, or (`into_prompt`) are only returned and traced."""
+    def pin(self, prompt: str) -> SubjectArticle | None:
+        """Resolve the prompt's subject to its article (controller/subject_article.py) and put its
+        first memory.subject_units chunks, in order, into the subject pool, where they stay for the
+        whole answer; traced as a "subject" event either way."""
+        cap = self.units.pools["subject"].capacity if "subject" in self.units.pools else 0
+        ds = self.runtime.datastore
+        if self.subject is None or not cap or ds is None:
+            return None
         t0 = time.perf_counter()
-        hits = self.runtime.retrieve([query])[0]
+        hits = ds.search([prompt], k=self.runtime.config.retrieval.top_k + cap)[0]
+        article = find_article(ds, self.subject, self.person, hits)
+        self.seconds["retrieve"] += time.perf_counter() - t0
+        if article is None:
+            self.trace.add("subject", name=self.subject, found=False)
+            return None
+        self.article = article
+        chunks = article.chunks[:cap]
+        self.pinned = {h.id for h in article.chunks}
+        change = self.add([h.text for h in chunks], "subject", [{"title": h.title, "chunk": i} for i, h in
+                                                                 enumerate(chunks)], "subject article")
+        self.trace.add("subject", name=self.subject, found=True, **article.describe(), added=change["added"],
+                       left_out=len(article.chunks) - len(chunks))
+        return article
+
+    def retrieve(self, query: str, why: str, into_prompt: bool = False) -> list:
+        """Search; the hits become retrieval units, or (`into_prompt`) are only returned and traced.
+        The subject article's chunks are never retrieved again: the pool's top_k are other passages."""
+        t0 = time.perf_counter()
+        if self.pinned:
+            k = self.runtime.config.retrieval.top_k
+            hits = [h for h in self.runtime.retrieve([query], k=k + len(self.pinned))[0] if h.id not in self.pinned][:k]
+        else:
+            hits = self.runtime.retrieve([query])[0]
         t1 = time.perf_counter()
         self.seconds["retrieve"] += t1 - t0
         found = [h.to_dict() for h in hits]
@@ -101,8 +137,30 @@ class MemoryRefresh:
         return kept, [h.title for h in off]
 
     def speaks_about(self, title: str | None, text: str) -> bool:
-        """Whether a passage is about the prompt's subject or names it (always, for a prompt with none)."""
+        """Whether a passage is about the prompt's subject or names it (always, for a prompt with none).
+        Once the subject's article is known, any other article is another subject's; a namesake's
+        article that extends the name or names a work or relative ("Martin Luther King Jr.", "The
+        Prince", "Aung San Suu Kyi", verify/namesakes.py) never speaks about the subject."""
         if self.subject is None:
             return True
         about = passage_subject(Evidence(text=text, title=title))
-        return about is None or self.same(self.subject, about) or names_subject(text, self.subject, about)
+        if about is None:
+            return True
+        if self.article is not None and title == self.article.title:
+            return True
+        kind = namesake_kind(self.subject, title or about)
+        if self.article is None and kind is None and self.same(self.subject, about):
+            return True  # no article known: the subject's own passage, under another form of its name
+        if kind in ("extends", "work_or_relative"):
+            return False
+        return self.names(text, about)
+
+    def names(self, text: str, about: str) -> bool:
+        """Whether another subject's passage names the prompt's: a person by `names_subject` (never a
+        one-word name as a work's, "The Prince"); a thing by its whole name, since a thing's name words
+        are common words ("Battle" in "Battle of Ain Jalut" is no mention of the Battle of Agincourt)."""
+        if not self.person:
+            return re.search(rf"(?<!\w){re.escape(self.subject)}(?!\w)", text, re.IGNORECASE) is not None
+        if len(self.subject.split()) == 1:
+            text = re.sub(rf"\b[Tt]he\s+{re.escape(self.subject)}\b", "", text)
+        return names_subject(text, self.subject, about)

@@ -88,6 +88,7 @@ def run_result(run, loop, t_start: float, row: int = 0,
         stats=stats,
         trace=tr.to_list(),
         sentences=sentences,
+        subject=run.subject_report(),
     )
 
 

@@ -26,6 +26,9 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                # EWE's loop: candidate rewrites spent controller.rewrite_budget; the checker's passages about
                # another subject kept out of the feedback pool (controller/memory_refresh.py)
                "rewrite_budget", "feedback_off_subject",
+               # EWE's loop: the prompt's subject article pinned in memory (or not found), and the plain
+               # sentence that answers a prompt whose subject the datastore lacks (controller/memory_refresh.py)
+               "subject", "subject_missing",
                # PrefixNLI (ewe/methods/prefixnli.py): a step where the judge changed the top token; no source
                "prefix_guide", "prefix_unguided")
 
@@ -142,6 +145,11 @@ def render(events: list[dict], width: int = 100) -> str:
                                          initial_indent="        ", subsequent_indent="          "))
         elif kind == "retries_exhausted":
             say(f"{at} retries exhausted, {e['policy']}: {e['kept'] or '(sentence dropped)'}")
+        elif kind == "subject":
+            say(f"{at} subject {e['name']}: " + (f"article {e['title']} ({e['how']}), {len(e['added'])} chunk(s) pinned"
+                                                 if e["found"] else "no article in the datastore"))
+        elif kind == "subject_missing":
+            say(f"{at} nothing about {e['name']} in the datastore: answered", e["text"])
         elif kind == "memory":
             pools = "; ".join(f"{p}: {len(units)}" for p, units in e["pools"].items())
             say(f"{at} memory ({e['why']}) -> {pools}")

@@ -25,11 +25,12 @@ def _sweeps(items: list[str]) -> dict[str, list]:
 
 
 def _print_table(summaries: list[dict]) -> None:
-    print(f"{'dataset':<10}{'method':<16}{'n':>4}{'K':>4}{'prec':>7}{'rec':>7}{'F1':>7}{'claims':>8}{'tokens':>8}"
-          f"{'s/prompt':>9}{'pauses':>8}{'backtr':>8}{'refine':>8}")
+    print(f"{'dataset':<10}{'method':<16}{'n':>4}{'K':>4}{'prec':>7}{'rec':>7}{'F1':>7}{'cover':>7}{'claims':>8}"
+          f"{'tokens':>8}{'s/prompt':>9}{'pauses':>8}{'backtr':>8}{'refine':>8}")
     for s in summaries:
+        cover = "-" if s.get("coverage") is None else format(100 * s["coverage"], ".1f")  # % of the article stated
         print(f"{s['dataset']:<10}{s['method']:<16}{s['n']:>4}{s['K']:>4}{100 * s['precision']:>7.1f}"
-              f"{100 * s['recall']:>7.1f}{100 * s['f1']:>7.1f}{s['claims_per_response']:>8.1f}{s['tokens']:>8.1f}"
+              f"{100 * s['recall']:>7.1f}{100 * s['f1']:>7.1f}{cover:>7}{s['claims_per_response']:>8.1f}{s['tokens']:>8.1f}"
               f"{s['seconds_per_prompt']:>9.1f}{s['pauses']:>8.1f}{s['backtracks']:>8.1f}"
               f"{'-' if s.get('refine_tokens') is None else format(s['refine_tokens'], '.1f'):>8}")
 
@@ -115,7 +116,8 @@ def cmd_run(args) -> int:
     _print_table(result["summaries"])
     for row in result["sweeps"]:
         print(f"sweep {row['param']}={row['value']}: F1 {100 * row['f1']:.1f} (P {100 * row['precision']:.1f}, "
-              f"R {100 * row['recall']:.1f}, n={row['n']})")
+              f"R {100 * row['recall']:.1f}, n={row['n']})"
+              + ("" if row.get("coverage") is None else f", coverage {100 * row['coverage']:.1f}"))
     for ds, eff in result.get("vr_efficiency", {}).items():
         print(f"{ds}: Streaming-VR efficiency relative to Full-VR (1 - refinement tokens S / F): {100 * eff:.1f}%")
     print(f"report: {result['report'].get('index.html', args.out)}")

@@ -264,7 +264,8 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
             s = summarize(rows, method_name(sweep_method), ds, dataset_k[ds], scorer.checker_name,
                           folder / "details.jsonl")
             sweep_rows.append({"param": param, "value": value, **{k: s[k] for k in ("method", "dataset", "precision",
-                                                                                     "recall", "f1", "n")}})
+                                                                                     "recall", "f1", "n")},
+                               "coverage": s.get("coverage")})
     from .report import vr_efficiency, write_report
 
     report = write_report(summaries, out / "report", sweeps=sweep_rows or None, scorer_note=scorer.accuracy_note())

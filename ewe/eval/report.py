@@ -3,7 +3,8 @@
 `write_report(summaries, out_dir)` writes into out_dir:
 
 - results.md / results.csv: one row per method, grouped per dataset (Markdown rounded
-  like the EWE paper, CSV with the raw numbers);
+  like the EWE paper, CSV with the raw numbers); a Coverage column (the mean share of the
+  subject's article the answers state, ewe.verify.coverage) where some run measured it;
 - f1_by_method.png, and sweep_<param>.png per swept parameter (F1, precision, recall
   against the value, one colour per method / dataset, like the paper's section 5 figures);
 - index.html: one self-contained page (plots embedded, no script, no external asset) with the
@@ -59,8 +60,17 @@ COLUMNS = (
 # only Streaming-VR / Full-VR runs have refinement counts; only `ewe eval run` knows the methods' own checkers
 OPTIONAL_KEYS = ("refine_tokens", "vr_method", "in_loop_checker", "self_graded", "raw_claims_per_response",
                  "raw_supported_per_response", "repeated_sentences_per_response", "off_subject_claims_per_response",
-                 "loop_sentences", "meta_sentences")
+                 "loop_sentences", "meta_sentences", "coverage", "coverage_n")
 _F1_COL = [key for _, key, _ in COLUMNS].index("f1")
+COVERAGE_COLUMN = ("Coverage", "coverage", "pct")  # after F1@K, where some summary measured coverage
+
+
+def _columns(summaries: list[dict]) -> tuple:
+    """The table's columns: COLUMNS, with Coverage after F1@K when some run measured it (a run
+    whose prompts name no article, or scored before coverage, keeps the table it had)."""
+    if not any(s.get("coverage") is not None for s in summaries):
+        return COLUMNS
+    return COLUMNS[:_F1_COL + 1] + (COVERAGE_COLUMN,) + COLUMNS[_F1_COL + 1:]
 
 
 # ---------------------------------------------------------------- formatting
@@ -157,6 +167,9 @@ def _check_response(rec, summary: dict, where: str) -> None:
         for c, claim in enumerate(sent["claims"]):
             _check_claim(claim, f"{where}, sentence {j}, claim {c}")
     _check_run_sentences(rec.get("run_sentences"), where)
+    if rec.get("coverage") is not None:  # optional: measured where the prompt names an article
+        _require(rec["coverage"], ("coverage", "article_sentences"), f"{where}, coverage")
+        _require_numbers(rec["coverage"], ("coverage", "article_sentences"), f"{where}, coverage")
 
 
 def _check_run_sentences(sentences, where: str) -> None:
@@ -202,12 +215,13 @@ def _by_dataset(summaries: list[dict]) -> dict[str, list[dict]]:
 
 def _table_rows(summaries: list[dict]) -> list[dict]:
     """Per dataset, formatted cells for each method and which one has the best F1 (bolded)."""
+    columns = _columns(summaries)
     tables = []
     for dataset, rows in _by_dataset(summaries).items():
         f1s = [r["f1"] for r in rows if not math.isnan(r["f1"])]
         best = max(f1s) if f1s else None
         tables.append({"dataset": dataset, "rows": [
-            {"cells": [_fmt(r.get(key, "-" if kind == "text" else None), kind) for _, key, kind in COLUMNS],
+            {"cells": [_fmt(r.get(key, "-" if kind == "text" else None), kind) for _, key, kind in columns],
              "best": r["f1"] == best,
              "self_graded": bool(r.get("self_graded"))}
             for r in rows]})
@@ -219,11 +233,16 @@ def _md_cell(text: str) -> str:
 
 
 def _results_md(summaries: list[dict], title: str, scorer_note: str = "") -> str:
-    headers = [h for h, _, _ in COLUMNS]
+    columns = _columns(summaries)
+    headers = [h for h, _, _ in columns]
     lines = [f"# {title}", "",
              "Precision, recall and F1@K in %, over each response's unique claims (a claim that repeats an earlier "
              "one of the same response counts once; raw claims count every repeat); claims, tokens, pauses and "
              "backtracks are means per response; the best F1 per dataset is in bold.", ""]
+    if columns is not COLUMNS:
+        lines += ["Coverage in %: the share of the subject's article (its embedded Wikipedia summary) an answer "
+                  "states, each article sentence credited with the share of its claims the alignment checker finds "
+                  "in the answer; the mean over the answers whose prompt names an article.", ""]
     if scorer_note:
         lines += [f"Scoring judge: {scorer_note}.", ""]
     graded = sorted({s["method"] for s in summaries if s.get("self_graded")})
@@ -546,6 +565,15 @@ def _time_line(stats: dict) -> str:
     return (f"{total:.1f} s: " if _is_number(total) else "") + ", ".join(cells)
 
 
+def _coverage_line(cov: dict) -> str:
+    """'66.7% of the 3 sentences of the article on Marie Curie: stated 1, 3; in part 2' (1-based)."""
+    n = cov.get("article_sentences") or 0
+    parts = [f"{what} {', '.join(str(i + 1) for i in cov.get(key) or [])}"
+             for key, what in (("stated", "stated"), ("partly", "in part")) if cov.get(key)]
+    return (f"{_pct(cov.get('coverage'))}% of the {n} sentence{'' if n == 1 else 's'} of the article on "
+            f"{cov.get('title') or 'the subject'}" + (": " + "; ".join(parts) if parts else ": none stated"))
+
+
 def _group_view(summary: dict, records: list[dict]) -> dict:
     """One method on one dataset: whether it checks while it writes (the summary's in-loop checker,
     else its records), and every response's sentence views."""
@@ -610,9 +638,10 @@ human check: <a href="audit.md">audit.md</a> / <a href="audit.jsonl">audit.jsonl
 <h2>Responses</h2>
 {% for group in groups %}<h3>{{ group.dataset }} · {{ group.method }} <span class="muted">({{ group.records|length }} responses;
 {% if group.checker_name %} checker: {{ group.checker_name }}{% elif group.has_checker %} checker: the method's own{% else %} checker: none, this method checks nothing while it writes{% endif %})</span></h3>
-{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · scorer: {{ r.n_supported }}/{{ r.n_claims }} claims supported{% if r.n_claims_raw is defined and r.n_claims_raw != r.n_claims %} (unique; {{ r.n_claims_raw }} with repeats){% endif %}{% if r.checker_tally %} · checker: {{ r.checker_tally }}{% endif %} · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
+{% for r in group.records %}<details><summary><b>{{ r.id }}</b> · F1 {{ pct(r.f1) }} · P {{ pct(r.precision) }} · R {{ pct(r.recall) }} · scorer: {{ r.n_supported }}/{{ r.n_claims }} claims supported{% if r.n_claims_raw is defined and r.n_claims_raw != r.n_claims %} (unique; {{ r.n_claims_raw }} with repeats){% endif %}{% if r.checker_tally %} · checker: {{ r.checker_tally }}{% endif %}{% if r.coverage %} · coverage {{ pct(r.coverage.coverage) }}{% endif %} · <span class="muted">{{ r.prompt|truncate(100) }}</span></summary>
 <p><b>Prompt:</b> {{ r.prompt }}</p>
 {% if r.time %}<p class="muted"><b>Time:</b> {{ r.time }}</p>{% endif %}
+{% if r.coverage %}<p class="muted"><b>Coverage:</b> {{ coverage_line(r.coverage) }}</p>{% endif %}
 <details><summary>Full response</summary><pre>{{ r.response }}</pre></details>
 {% if r.guidance %}<details class="guidance"><summary>Guidance: {{ r.guidance|length }} step{{ "" if r.guidance|length == 1 else "s" }} where the prefix judge changed the top token</summary>
 {% for g in r.guidance %}<div class="check"><span class="tag">judge</span> at answer token {{ g.answer_position }}: “{{ g.top_before_text }}” &rarr; “{{ g.chosen_text }}”
@@ -653,7 +682,7 @@ def _index_html(title: str, summaries: list[dict], runs: list[tuple[dict, list[d
     from jinja2 import Environment
 
     env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(pct=_pct, num=lambda v: _fmt(v, "three"))
+    env.globals.update(pct=_pct, num=lambda v: _fmt(v, "three"), coverage_line=_coverage_line)
     records = {(s["method"], s["dataset"]): (s, recs) for s, recs in runs}
     groups = [_group_view(*records[(s["method"], dataset)]) for dataset, rows in _by_dataset(summaries).items()
               for s in rows]
@@ -661,7 +690,7 @@ def _index_html(title: str, summaries: list[dict], runs: list[tuple[dict, list[d
                 "src": "data:image/png;base64," + base64.b64encode(images[name]).decode("ascii")}
                for name, caption in plots.items()]
     return env.from_string(_PAGE).render(
-        title=title, labels=LABELS, headers=[h for h, _, _ in COLUMNS], f1_col=_F1_COL,
+        title=title, labels=LABELS, headers=[h for h, _, _ in _columns(summaries)], f1_col=_F1_COL,
         tables=_table_rows(summaries), plots=figures, groups=groups)
 
 

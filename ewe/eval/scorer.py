@@ -4,6 +4,12 @@ Checking is the slow part, so it is resumable: each response's sentences, claims
 verdicts are appended to `<results>.details.jsonl` as they are done, and a rerun skips
 checked ids. Scores need K, which needs every response of the dataset, so they are
 filled into the details (atomic rewrite) once all are checked.
+
+Each details line also carries the answer's coverage of its subject's article (the embedded
+Wikipedia summary its "topic" names; ewe.verify.coverage): the share of the article's sentences
+the answer states, measured with the alignment checker whichever checker scores the claims.
+Lines written before coverage, or by another coverage rule (`coverage_rule`), get it on the
+next run, from the response they hold (no claim is checked again).
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from ..data import wiki
 from ..files import read_jsonl
 from ..record_log import RecordLog
 from ..stats import decode_step_s, time_parts
+from ..verify.coverage import COVERAGE, CoverageMeter, default_meter, mean_coverage
 from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
 from .defects import DEFECTS, mark_defects
@@ -25,15 +32,34 @@ from .metric import DEDUP, WithArticle, check_response, count_fields, mark_dupli
 class Scorer:
     """Checks responses with the Runtime's configured fact-checker (the checker section; evidence
     from its datastore) and, with `use_articles`, the article a prompt's "topic" names. It never
-    generates, so the generator is loaded only if the checker itself asks a model."""
+    generates, so the generator is loaded only if the checker itself asks a model. `coverage`:
+    measure each answer's coverage of its topic's article (independent of `use_articles`, which
+    only says whether the article is evidence for the claims); `coverage_meter` measures it (default:
+    the shared MiniLM, loaded on the first answer with an article)."""
 
-    def __init__(self, runtime, use_articles: bool = True, redundancy=None):
+    def __init__(self, runtime, use_articles: bool = True, redundancy=None, coverage: bool = True,
+                 coverage_meter: CoverageMeter | None = None):
         from ..judge.checker import shipped_judge
         from ..verify.redundancy import Redundancy
 
         self.runtime = runtime
         self.use_articles = use_articles
         self.redundancy = redundancy or Redundancy(shipped_judge)  # the shipped judge links claims that restate each other
+        self.coverage = coverage
+        self._coverage_meter = coverage_meter
+
+    def coverage_fields(self, response: str, topic, sentences: list[dict]) -> dict:
+        """{"coverage": the answer's coverage of its topic's article (None when the topic names no
+        article of the embedded Wikipedia), "coverage_rule": the rule it was measured with}. The
+        answer's claims as scored (`sentences`) are aligned beside its sentences."""
+        article = (wiki.summaries().get(topic) or {}).get("extract") if isinstance(topic, str) else None
+        if not article:
+            return {"coverage": None, "coverage_rule": COVERAGE}
+        if self._coverage_meter is None:
+            self._coverage_meter = default_meter()
+        claims = [c["text"] for s in sentences for c in s.get("claims") or []]
+        return {"coverage": self._coverage_meter.measure(response, article, topic, claims_of_answer=claims),
+                "coverage_rule": COVERAGE}
 
     @property
     def checker_name(self) -> str:
@@ -88,18 +114,22 @@ class Scorer:
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
             "dataset": dataset, "response": response, "sentences": sentences, **count_fields(sentences),
-            **defects, "stats": kept_stats(row),
+            **defects, **(self.coverage_fields(response, row.get("topic"), sentences) if self.coverage else {}),
+            "stats": kept_stats(row),
         }
 
     def deduplicate(self, detail: dict) -> dict:
         """A details line checked before unique-claim scoring (or counted by older defect rules)
         gets its duplicates and defects marked and its counts redone from the claims it holds (no
-        claim is checked again)."""
+        claim is checked again); one measured before coverage (or by another coverage rule) gets
+        its coverage measured from its response."""
         if detail.get("dedup") != DEDUP:
             mark_duplicates(detail["sentences"], self.redundancy, detail.get("prompt"))
             detail.update(count_fields(detail["sentences"]))
         if detail.get("defects") != DEFECTS:
             detail.update(mark_defects(detail["sentences"], detail.get("prompt") or "", detail.get("topic")))
+        if self.coverage and detail.get("coverage_rule") != COVERAGE:
+            detail.update(self.coverage_fields(detail.get("response") or "", detail.get("topic"), detail["sentences"]))
         return detail
 
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
@@ -166,9 +196,11 @@ def summarize(details: list[dict], method: str, dataset: str, K: int, checker: s
     refine = [d["stats"]["refine_tokens"] for d in details if d["stats"].get("refine_tokens") is not None]
     kinds = {d["stats"].get("method") for d in details}
     vr_method = next(iter(kinds)) if len(kinds) == 1 and kinds <= {"streaming-vr", "full-vr"} else None
+    coverage, coverage_n = mean_coverage([d.get("coverage") for d in details])
     return {
         "method": method, "dataset": dataset, "n": len(details), "K": K,
         "precision": mean("precision"), "recall": mean("recall"), "f1": mean("f1"),
+        "coverage": coverage, "coverage_n": coverage_n,  # mean over the answers whose topic has an article
         "claims_per_response": mean("n_claims"), "supported_per_response": mean("n_supported"),
         "raw_claims_per_response": mean("n_claims_raw"), "raw_supported_per_response": mean("n_supported_raw"),
         "repeated_sentences_per_response": mean("repeated_sentences"),

@@ -6,7 +6,9 @@ method's unique-claim scores from the run's summary, the paired difference of it
 best baseline of each dataset (`compare.paired_difference`: mean and 95% bootstrap interval,
 over the run's details files), and writes them as JSON together with the Markdown table. The
 README carries that table between `<!-- table:NAME -->` and `<!-- /table:NAME -->`;
-tests/test_readme_tables.py holds the two equal.
+tests/test_readme_tables.py holds the two equal. Where the run measured coverage (the mean
+share of the subject's article the answers state, ewe.verify.coverage), a coverage column
+follows F1; tables of runs without it are unchanged.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ COLUMNS = ("F1@K (P)", "vs best baseline, F1 (95% interval)", "claims/answer: un
 # the scorer's own defect counts (eval/defects.py), shown where a table's rows carry them
 DEFECT_COLUMNS = ("off-subject claims/answer", "loop sentences", "meta sentences")
 DEFECT_KEYS = ("off_subject_claims_per_response", "loop_sentences", "meta_sentences")
+COVERAGE_COLUMN = "coverage of the article (answers)"
 
 
 def build(summary_path: Path, baselines: list[str]) -> dict:
@@ -42,6 +45,8 @@ def build(summary_path: Path, baselines: list[str]) -> dict:
                                          "raw_claims_per_response", "repeated_sentences_per_response",
                                          "other_subject_credits", "seconds_per_prompt")}
             row.update({k: r[k] for k in DEFECT_KEYS if k in r})
+            if r.get("coverage") is not None:
+                row.update(coverage=r["coverage"], coverage_n=r.get("coverage_n"))
             if r["method"] != best["method"]:
                 d = paired_difference(_details(summary_path, r), _details(summary_path, best), K=r["K"])
                 row["vs"] = {"baseline": best["method"], "difference": d["difference"], "low": d["low"],
@@ -69,7 +74,9 @@ def markdown(table: dict) -> str:
     for ds, block in table["datasets"].items():
         rows = block["rows"]
         defects = any("loop_sentences" in r for r in rows)
-        columns = COLUMNS[:-1] + (DEFECT_COLUMNS if defects else ()) + COLUMNS[-1:]
+        coverage = any(r.get("coverage") is not None for r in rows)
+        columns = (COLUMNS[:1] + ((COVERAGE_COLUMN,) if coverage else ()) + COLUMNS[1:-1]
+                   + (DEFECT_COLUMNS if defects else ()) + COLUMNS[-1:])
         lines += [f"**{ds}** (n = {rows[0]['n']}, K = {rows[0]['K']}; best baseline: {block['best_baseline']})", "",
                   "| method | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
         for r in rows:
@@ -78,7 +85,8 @@ def markdown(table: dict) -> str:
                     if vs else "–")
             raw = r.get("raw_claims_per_response")
             lines.append(" | ".join([
-                f"| {r['method']}", f"{100 * r['f1']:.1f} ({100 * r['precision']:.1f})", diff,
+                f"| {r['method']}", f"{100 * r['f1']:.1f} ({100 * r['precision']:.1f})",
+                *([_coverage(r)] if coverage else []), diff,
                 f"{r['claims_per_response']:.1f} ({raw:.1f})" if raw is not None else f"{r['claims_per_response']:.1f}",
                 f"{r['repeated_sentences_per_response']:.2f}" if r.get("repeated_sentences_per_response") is not None
                 else "–",
@@ -87,6 +95,11 @@ def markdown(table: dict) -> str:
                 f"{r['seconds_per_prompt']:.1f} |"]))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _coverage(row: dict) -> str:
+    cov = row.get("coverage")
+    return "–" if cov is None else f"{100 * cov:.1f} ({row.get('coverage_n', '–')})"
 
 
 def _defects(row: dict) -> list[str]:

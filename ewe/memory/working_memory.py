@@ -1,4 +1,6 @@
-"""The working memory: two FIFO pools (retrieved passages, fact-checking feedback) of units.
+"""The working memory: FIFO pools of units: retrieved passages, fact-checking feedback, and (with
+subject_units) the prompt's subject article, pinned: added once, before decoding, and never
+evicted, since no refresh adds to it (issue 72: a refresh used to evict the subject's passage).
 
 It owns no decoding state. When its contents change it bumps `version`; `state()`
 assembles, once per version, the per-layer tensors the patched attention reads.
@@ -14,17 +16,19 @@ from .encoder import UnitEncoder
 from .pools import MemoryPool
 from .units import MemoryUnit
 
-POOLS = ("retrieval", "feedback")
+POOLS = ("subject", "retrieval", "feedback")
 
 
 class WorkingMemory:
     """k units of at most M tokens each, split between a retrieval and a feedback pool."""
 
     def __init__(self, encoder: UnitEncoder, retrieval_units: int, feedback_units: int,
-                 temperature: float = 1.0, lse_scale: float = 1.0):
+                 temperature: float = 1.0, lse_scale: float = 1.0, subject_units: int = 0):
         self.encoder = encoder
         self.readout = {"temperature": temperature, "lse_scale": lse_scale}  # APE's, see LayerMemory
         self.pools = {"retrieval": MemoryPool("retrieval", retrieval_units), "feedback": MemoryPool("feedback", feedback_units)}
+        if subject_units:  # only then: memories without one describe themselves as before
+            self.pools = {"subject": MemoryPool("subject", subject_units), **self.pools}
         self.version = 0
         self._states: dict[int, MemoryState] = {}  # row count -> the view, for `_states_version`
         self._states_version = -1
@@ -39,14 +43,15 @@ class WorkingMemory:
 
     @property
     def units(self) -> list[MemoryUnit]:
-        return [u for name in POOLS for u in self.pools[name]]
+        return [u for name in POOLS if name in self.pools for u in self.pools[name]]
 
     def __len__(self) -> int:
         return sum(len(p) for p in self.pools.values())
 
     def _pool(self, pool: str) -> MemoryPool:
         if pool not in self.pools:
-            raise ValueError(f"pool={pool!r} is not a memory pool; choose one of {POOLS}")
+            raise ValueError(f"pool={pool!r} is not a pool of this memory; choose one of {tuple(self.pools)}"
+                             + (" (the subject pool needs memory.subject_units >= 1)" if pool == "subject" else ""))
         return self.pools[pool]
 
     def add(self, texts: list[str], pool: str = "retrieval", meta: list[dict] | None = None) -> dict:

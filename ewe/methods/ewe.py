@@ -82,6 +82,12 @@ class ControllerConfig(Settings):
         "it holds this many tokens, so that an answer does not stop after its first passage's content; 0: it ends "
         "when the model ends it"
     )
+    when_subject_missing: Literal["answer", "say"] = Field(
+        "answer", description="when the prompt names a subject that has no article in the datastore (none pinned, "
+        "with memory.subject_units) and no retrieved passage can speak about it: 'say' answers with one plain "
+        "sentence saying so instead of another subject's facts; 'answer' lets the model answer anyway, checked as "
+        "always; the result says subject.found false either way"
+    )
     max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
     max_total_tokens: int | None = Field(
         None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"

@@ -7,8 +7,12 @@ A passage's text is what goes into memory, so its length is counted with the
     "{chunk}"                                                    (no title)
 
 `chunk` is `document.text[start:end]` exactly, so offsets always point at the source.
-Chunks end on sentence boundaries (pysbd) where they can; a sentence longer than a
-chunk is cut at a word boundary, or mid-word when one word is too long.
+A document that fits one passage is one chunk. A longer one becomes the fewest chunks that fit,
+balanced (the largest as small as it can be), cut on sentence boundaries (pysbd) where they can
+be; a sentence longer than a chunk is cut at a word boundary, or mid-word when one word is too
+long; a chunk of a longer document under the floor (a quarter of the budget) takes words from
+its neighbour, so no chunk is a tail of a few words. CHUNKING_VERSION names this rule in
+the datastore's manifest and the embedded store's cache key.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from .corpus import Document
 # or without the start token, reads the same datastore (issue 16: one datastore, not two).
 DEFAULT_CHUNK_TOKENS = 127
 MIN_CHUNK_TOKENS = 8
+CHUNKING_VERSION = 2  # 1: greedy fill, one tail per long document; 2: balanced, with a floor
 
 
 def format_passage(title: str, description: str, body: str) -> str:
@@ -171,6 +176,10 @@ class Chunker:
         return title[:end].rstrip() + "…", ""
 
     def _split(self, doc: Document, title: str, desc: str) -> list[Chunk]:
+        """A document too long for one passage, as the fewest passages that fit, cut at sentence
+        boundaries so that the largest is as small as it can be (balanced: a greedy fill left
+        973 of the embedded articles' last chunks at 30 words or fewer, whose embedding is mostly
+        the title). A chunk still under the floor takes words from a neighbour (`_lift_short`)."""
         text = doc.text
         budget = self.chunk_tokens - self.count(format_passage(title, desc, "x")) + self.count("x")
         pieces: list[tuple[int, int]] = []
@@ -179,37 +188,91 @@ class Chunker:
                 pieces.append((s, e))
             else:
                 pieces.extend(self._cut(text, s, e, budget))
-        chunks: list[Chunk] = []
-        cur: tuple[int, int] | None = None
-        cur_n = 0
-        for s, e in pieces:
-            if cur is not None:
-                n = self.count(format_passage(title, desc, text[cur[0] : e]))
-                if n <= self.chunk_tokens:
-                    cur, cur_n = (cur[0], e), n
-                    continue
-                chunks.append(Chunk(doc.id, title, desc, text[cur[0] : cur[1]], cur[0], cur[1], cur_n))
-            cur, cur_n = self._fit_alone(doc, title, desc, s, e, chunks)
-            if cur is None:
-                cur_n = 0
-        if cur is not None:
-            chunks.append(Chunk(doc.id, title, desc, text[cur[0] : cur[1]], cur[0], cur[1], cur_n))
-        return chunks
+        pieces = [p for piece in pieces for p in self._fitting(title, desc, text, *piece)]
+        spans = self._balanced(title, desc, text, pieces)
+        spans = self._lift_short(title, desc, text, spans)
+        return [Chunk(doc.id, title, desc, text[s:e], s, e, self.count(format_passage(title, desc, text[s:e])))
+                for s, e in spans]
 
-    def _fit_alone(self, doc, title, desc, s, e, chunks) -> tuple[tuple[int, int] | None, int]:
-        """Start a chunk with piece [s, e); if even alone it overflows (tokens can merge
-        differently after the prefix), emit shorter cuts of it until the rest fits."""
-        text = doc.text
+    def floor_tokens(self) -> int:
+        """The fewest body tokens a chunk of a longer document holds (a quarter of the budget)."""
+        return self.chunk_tokens // 4
+
+    def _fitting(self, title, desc, text, s, e) -> list[tuple[int, int]]:
+        """Piece [s, e) as pieces that fit a passage alone with the prefix (tokens can merge
+        differently after it, so a piece within `budget` may still overflow by one)."""
+        out = []
         while s < e:
-            n = self.count(format_passage(title, desc, text[s:e]))
-            if n <= self.chunk_tokens:
-                return (s, e), n
+            if self.count(format_passage(title, desc, text[s:e])) <= self.chunk_tokens:
+                out.append((s, e))
+                break
             fits = lambda end: self.count(format_passage(title, desc, text[s:end])) <= self.chunk_tokens  # noqa: E731
             cut = _word_cut(text, s, _longest_fitting(fits, s + 1, e))
-            ps, pe = _strip_span(text, s, cut)
-            chunks.append(Chunk(doc.id, title, desc, text[ps:pe], ps, pe, self.count(format_passage(title, desc, text[ps:pe]))))
+            out.append(_strip_span(text, s, cut))
             s, e = _strip_span(text, cut, e)
-        return None, 0
+        return out
+
+    def _balanced(self, title, desc, text, pieces) -> list[tuple[int, int]]:
+        """Contiguous groups of `pieces`: the fewest that fit, then the smallest largest group
+        (a min-max partition by dynamic programming; summaries have a few dozen pieces at most)."""
+        m = len(pieces)
+        cost: dict[tuple[int, int], int] = {}
+
+        def size(i: int, j: int) -> int:  # tokens of the passage made of pieces i..j-1
+            if (i, j) not in cost:
+                cost[(i, j)] = self.count(format_passage(title, desc, text[pieces[i][0]:pieces[j - 1][1]]))
+            return cost[(i, j)]
+
+        inf = (float("inf"), float("inf"))
+        # best[j] = (groups, largest group) covering the first j pieces; prev[j] = where the last group starts
+        best: list[tuple[float, float]] = [(0, 0)] + [inf] * m
+        prev = [0] * (m + 1)
+        for j in range(1, m + 1):
+            for i in range(j - 1, -1, -1):
+                n = size(i, j)
+                if n > self.chunk_tokens:
+                    break  # a longer group only grows
+                cand = (best[i][0] + 1, max(best[i][1], n))
+                if cand < best[j]:
+                    best[j], prev[j] = cand, i
+        cuts, j = [], m
+        while j > 0:
+            cuts.append((prev[j], j))
+            j = prev[j]
+        return [(pieces[i][0], pieces[j - 1][1]) for i, j in reversed(cuts)]
+
+    def _lift_short(self, title, desc, text, spans) -> list[tuple[int, int]]:
+        """A chunk under the floor takes words from its neighbour, a word at a time, while the
+        neighbour keeps the floor and the short chunk still fits: from the end of the chunk before
+        it, or, for a first chunk, from the start of the second (a short lead before a long
+        sentence)."""
+        floor = self.floor_tokens()
+        spans = list(spans)
+        fits = lambda s, e: self.count(format_passage(title, desc, text[s:e])) <= self.chunk_tokens  # noqa: E731
+        for k in range(len(spans)):
+            s, e = spans[k]
+            if len(spans) < 2 or self.count(text[s:e]) >= floor:
+                continue
+            if k > 0:  # move the cut before it back
+                ps, pe = spans[k - 1]
+                for w in reversed([mt.start() for mt in re.finditer(r"(?<=\s)\S", text[ps:pe])]):
+                    if not fits(ps + w, e) or self.count(text[ps:ps + w]) < floor:
+                        break
+                    s = ps + w
+                    if self.count(text[s:e]) >= floor:
+                        break
+                spans[k - 1], spans[k] = _strip_span(text, ps, s), (s, e)
+            else:  # move the cut after it forward
+                ns, ne = spans[1]
+                for mt in re.finditer(r"\S(?=\s)", text[ns:ne]):
+                    cut = ns + mt.end()
+                    if not fits(s, cut) or self.count(text[cut:ne]) < floor:
+                        break
+                    e = cut
+                    if self.count(text[s:e]) >= floor:
+                        break
+                spans[0], spans[1] = (s, e), _strip_span(text, e, ne)
+        return spans
 
     def _sentences(self, text: str) -> list[tuple[int, int]]:
         """Sentence spans (whitespace trimmed) covering the text in order."""

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
-from .chunking import DEFAULT_CHUNK_TOKENS, Chunk, Chunker, tokenizer_fingerprint
+from .chunking import CHUNKING_VERSION, DEFAULT_CHUNK_TOKENS, Chunk, Chunker, tokenizer_fingerprint
 from .chunking import tokenizer_name as _tokenizer_name
 from .corpus import Corpus, Document, read_corpus
 from .embedder import Embedder
@@ -98,6 +98,7 @@ class Datastore:
         self.index = index
         self.embeddings = embeddings
         self._passages = passages
+        self._article_index = None  # (the passages it was read from, _articles())
         self._embedder = embedder
         self.mmap = mmap
         self.device = device  # where FAISS searches: "cpu" or "gpu"
@@ -178,6 +179,7 @@ class Datastore:
                 "corpus": [source or {"source": None, "documents": len(docs), "skipped": 0}],
                 "chunking": {
                     "chunk_tokens": chunk_tokens,
+                    "version": CHUNKING_VERSION,
                     "tokenizer": tokenizer_name or _tokenizer_name(tokenizer),
                     "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer),
                     "passage_format": PASSAGE_FORMAT,
@@ -340,7 +342,31 @@ class Datastore:
         return _hit(pid, float("nan"), self._passages[pid])
 
     def source_ids(self) -> set[str]:
-        return {self._passages[i]["source_id"] for i in range(len(self._passages))}
+        return set(self._articles()[0])
+
+    def article(self, source_id: str) -> list[Hit]:
+        """Every chunk of one source document, in the document's order (score nan); [] if none."""
+        return [self.passage(pid) for pid in self._articles()[0].get(source_id, [])]
+
+    def article_titles(self) -> dict[str, str]:
+        """Each source document's title (its first chunk's, before any shortening) -> its source id."""
+        return self._articles()[1]
+
+    def _articles(self) -> tuple[dict[str, list[int]], dict[str, str]]:
+        """source id -> its passage ids in order; title -> source id (read once per set of passages: a
+        pinned article is looked up by title for every prompt)."""
+        if self._article_index is not None and self._article_index[0] is self._passages:
+            return self._article_index[1]
+        chunks: dict[str, list[int]] = {}
+        titles: dict[str, str] = {}
+        for pid in range(len(self._passages)):
+            rec = self._passages[pid]
+            chunks.setdefault(rec["source_id"], []).append(pid)
+            titles.setdefault(rec["title"], rec["source_id"])
+        for sid, pids in chunks.items():
+            pids.sort(key=lambda p: self._passages[p]["start"])
+        self._article_index = (self._passages, (chunks, titles))
+        return chunks, titles
 
     def info(self) -> dict[str, Any]:
         """The manifest plus where this copy runs."""

@@ -3,7 +3,7 @@
 
 Built on first use (a few minutes on two CPU cores, with progress bars) and cached under
 `$EWE_CACHE_DIR` (default ~/.cache/ewe) / datastores / <name>, where the name holds what
-changes the index: chunk size, tokenizer fingerprint, embedder and index factory. Builds of
+changes the index: chunk size and chunking rule, tokenizer fingerprint, embedder and index factory. Builds of
 one name take turns (`<name>.lock` beside it): processes started together on a fresh cache
 build it once, and the others load that build.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..files import file_lock
 from ..resources import cache_dir as ewe_cache_dir
-from .chunking import DEFAULT_CHUNK_TOKENS, tokenizer_fingerprint
+from .chunking import CHUNKING_VERSION, DEFAULT_CHUNK_TOKENS, tokenizer_fingerprint
 from .datastore import Datastore, DatastoreError
 from .embedder import EMBEDDED, Embedder
 
@@ -38,7 +38,7 @@ def default_datastore_path(tokenizer, *, chunk_tokens: int = DEFAULT_CHUNK_TOKEN
         )
     else:
         emb = "all-MiniLM-L6-v2" if embedder == EMBEDDED else _slug(Path(embedder).name or embedder)
-    parts = [CORPUS_NAME, f"c{chunk_tokens}", f"tok-{tokenizer_fingerprint(tokenizer)[:8]}", emb]
+    parts = [CORPUS_NAME, f"c{chunk_tokens}v{CHUNKING_VERSION}", f"tok-{tokenizer_fingerprint(tokenizer)[:8]}", emb]
     if factory != "Flat":
         parts.append(_slug(factory))
     root = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()

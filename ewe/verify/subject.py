@@ -251,8 +251,10 @@ def names_subject(sentence: str, subject: str, other: str) -> bool:
     """Does `sentence` name `subject` in a way `other`'s name cannot explain: the full name, or
     a capitalized word of it that `other` does not share and that is no title ("Marie" against
     Pierre Curie; a lowercase "grace" is no Grace Hopper), somewhere other than as a point of
-    comparison or an epithet of `other` (`_incidental`)."""
-    return any(not _incidental(sentence, a, b) for a, b in mentions(sentence, subject, other))
+    comparison or an epithet of `other` (`_incidental`), nor inside a longer name of `other` ("Martin
+    Luther" in "Martin Luther King Jr. was ...": King's article names King, not Luther)."""
+    return any(not _incidental(sentence, a, b) and not _inside_other_name(sentence, (a, b), subject, other)
+               for a, b in mentions(sentence, subject, other))
 
 
 _RUN_GAP = re.compile(rf"\s*-?\s*|\s+(?:{'|'.join(sorted(NAME_PARTICLES))})\s+")
