@@ -89,7 +89,7 @@ class MemoryRefresh:
             return None
         self.article = article
         chunks = article.chunks[:cap]
-        self.pinned = {h.id for h in article.chunks}
+        self.pinned = {h.id for h in chunks}  # chunks past subject_units stay retrievable
         change = self.add([h.text for h in chunks], "subject", [{"title": h.title, "chunk": i} for i, h in
                                                                  enumerate(chunks)], "subject article")
         self.trace.add("subject", name=self.subject, found=True, **article.describe(), added=change["added"],

@@ -21,13 +21,12 @@ import re
 from dataclasses import dataclass
 
 from ..retrieval.datastore import Datastore, Hit
-from ..verify.namesakes import namesake_kind
+from ..verify.namesakes import describes_person, namesake_kind
 from ..verify.subject import same_person, same_subject
 from ..verify.text import fold
 
 TOP_HITS = 3  # hits of the prompt's search read for "top hit"
 _DISAMBIGUATION = re.compile(r"^(.*?)\s*\(([^()]*)\)$")
-_LIFE = re.compile(r"\b\d{3,4}\s*(?:BC|BCE|AD|CE)?\s*[–-]|\bborn\b|\bc\.\s*\d", re.I)  # "(1958–2016)", "born 1961"
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def _called(name: str, hit: Hit) -> bool:
 
 def _reads_as_person(datastore: Datastore, source_id: str) -> bool:
     chunks = datastore.article(source_id)
-    return bool(chunks) and bool(_LIFE.search(chunks[0].description or ""))
+    return bool(chunks) and describes_person(chunks[0].description or "") is True
 
 
 def _article(datastore: Datastore, source_id: str, how: str) -> SubjectArticle | None:
