@@ -81,6 +81,7 @@ class ControlledStats(_Stats):
     candidates_judged: int  # of those, the ones judged (repeats of an earlier attempt are not)
     candidate_tokens: int  # tokens decoded for candidates, all rows
     rewrite_budget_hit: bool  # candidate rewrites spent controller.rewrite_budget: later failures got none
+    end_refusals: int  # ends of text refused while the pinned article had unstated sentences (controller.refuse_end)
     memory_units: int
     memory_bytes: int
     retrieve_s: float

@@ -8,6 +8,7 @@ template itself (`chat_ids`) may put control tokens into a sequence.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 
@@ -69,3 +70,12 @@ def prompt_ids(tokenizer, prompt: str, system_prompt: str | None = None) -> list
         return chat_ids(tokenizer, messages)
     text = f"{system_prompt}\n\n{prompt}" if system_prompt else prompt
     return list(tokenizer.build_inputs_with_special_tokens(text_ids(tokenizer, text)))
+
+
+@functools.lru_cache(maxsize=8)
+def line_break_ids(tokenizer) -> frozenset[int]:
+    """The ids of tokens that are only whitespace and hold a line break ("\\n", "\\n\\n", " \\n"): what
+    a model writes to open a new paragraph (controller.refuse_end bans them with the end token,
+    so that a refused end goes on in the same paragraph, not with a restart below it)."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return frozenset(i for i, t in enumerate(texts) if "\n" in t and not t.strip())

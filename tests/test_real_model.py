@@ -155,3 +155,26 @@ def test_the_shipped_memory_adapter_reads_units_nearly_as_well_as_the_prompt():
         gaps["adapter"].append(_nll(adapted, question, target, [text]) - in_prompt)
     mean = {k: sum(v) / len(v) for k, v in gaps.items()}
     assert mean["adapter"] < mean["base"] - 0.2 and mean["adapter"] < 0.3, mean
+
+
+def test_a_refused_end_states_more_of_the_pinned_article(ewe):
+    """configs/ewe.yaml at 128 tokens on a prompt read while building controller.refuse_end (issue 72):
+    the answer the model ends early goes on, in its paragraph, and states more of its article."""
+    from ewe.config import EWEConfig
+    from ewe.controller.article_use import ArticleUse
+
+    answers = {}
+    for refuse_end in (0, 3):
+        cfg = EWEConfig.from_yaml("configs/ewe.yaml", **{"decoding.max_new_tokens": 128,
+                                                         "controller.refuse_end": refuse_end})
+        run = EWE(ewe.model, ewe.tokenizer, cfg, memory_adapter=ewe.runtime.memory_adapter)
+        answers[refuse_end] = run.generate("Tell me a bio of Nicholas II.")
+    before, after = answers[0], answers[3]
+    assert not [e for e in before.trace if e["type"] == "end_refused"]
+    refused = [e for e in after.trace if e["type"] == "end_refused"]
+    assert refused and after.stats["end_refusals"] == len(refused) <= 3
+    assert after.subject["title"] == "Nicholas II" and "\n" not in after.text.strip()
+    store = run.runtime.datastore
+    use = ArticleUse("Nicholas II", store.article(store.article_titles()["Nicholas II"]))
+    assert len(use.unstated([], after.text)) < len(use.unstated([], before.text))
+    assert len(after.text.split()) > len(before.text.split())

@@ -404,3 +404,14 @@ def test_the_release_check_fails_a_judge_that_binds_worse_than_the_shipped_one(m
     assert seen == [("judges/new", True), ("minilm-cross", True)]  # both on plain passages, measured now
     figures["judges/new"] = 0.97
     assert binding.release_check("judges/new")["passed"]
+
+
+def test_a_given_name_inside_another_persons_name_is_no_mention():
+    # Sequoyah's article once let George Boole's answer open "George Boole, also known as George Gist ..."
+    assert not names_subject("Sequoyah, also known as George Gist or George Guess, was a polymath.", "George Boole",
+                             "Sequoyah")
+    assert not names_subject("He married Marie Antoinette in 1770.", "Marie Curie", "Louis XVI")
+    assert not names_subject("Louis XV was his grandfather.", "Louis XVI", "Louis XV")
+    # the subject's last name is part of the longer name, or the given name stands alone
+    assert names_subject("Pierre Curie married Marie Skłodowska-Curie in 1895.", "Marie Curie", "Pierre Curie")
+    assert names_subject("His wife Marie won two prizes.", "Marie Curie", "Pierre Curie")

@@ -140,6 +140,13 @@ def test_resolution_exact_disambiguated_and_top_hit():
     assert found("Aung San") is None
     assert found("Galileo") == ("Galileo Galilei", "top hit")  # "mononymously as Galileo"
     assert found("Vincenzo") is None  # a name its first sentence does not call it by
+    # a longer title the prompt writes whole, its lower-case words past the name the prompt reader takes
+    store = ArticleStore({"Trưng sisters": ["The Trưng sisters were Vietnamese military leaders."],
+                          "Quang Trung": ["Quang Trung was an emperor."]})
+    hits = store.search(["Trưng"], k=3)[0]
+    article = find_article(store, "Trưng", True, hits, "Tell me a bio of Trưng sisters.")
+    assert (article.title, article.how) == ("Trưng sisters", "exact")
+    assert find_article(store, "Trưng", True, hits, "Tell me a bio of Trưng sisterhood.").title != "Trưng sisters"
 
 
 def test_a_subject_the_datastore_lacks_gets_one_plain_sentence():
@@ -161,3 +168,91 @@ def test_a_prompt_without_a_subject_pins_nothing_and_reports_none():
     ewe, _ = make(ArticleStore(CURIE), "Once upon a time.")
     r = ewe.generate("Write a short story.")
     assert r.subject == {} and r.subject_found is None and r.memory["subject"] == []
+
+
+def test_an_end_is_refused_while_the_pinned_article_has_unstated_sentences():
+    first, second = "Marie Curie was a physicist and chemist.", "She won two Nobel prizes."
+    # 2 pinned chunks + 1 retrieval unit; the model goes on only while it reads the focus unit alone
+    # (and after, with the focus as a fourth unit)
+    ewe, _ = make(ArticleStore(CURIE), "", refuse_end=2)
+    seen = []
+    ewe.model.script = text_script(lambda units: seen.append(units) or (first if units == 3 else f"{first} {second}"))
+    r = ewe.generate("Tell me a bio of Marie Curie.")
+    assert r.text.strip() == f"{first} {second}" and r.finish_reason == "eos"
+    assert 1 in seen  # the sentence in focus written reading the focus unit alone
+    assert [e["why"] for e in events(r, "memory")][-2:] == ["focus on the unstated article", "focus ended"]
+    [refused] = events(r, "end_refused")  # the second end finds the article stated
+    assert refused["unstated"] == [second] and refused["of_sentences"] == 2
+    assert [u["form"] for u in r.memory["feedback"]] == ["focus"]
+    assert r.stats.end_refusals == 1
+    # off: the answer ends where the model ends it
+    ewe, _ = make(ArticleStore(CURIE), "")
+    ewe.model.script = text_script(lambda units: first if units == 3 else f"{first} {second}")
+    r = ewe.generate("Tell me a bio of Marie Curie.")
+    assert r.text.strip() == first and not events(r, "end_refused") and r.stats.end_refusals == 0
+
+
+def test_refusals_are_bounded_and_need_room_for_a_sentence():
+    first = "Marie Curie was a physicist and chemist."
+    ewe, _ = make(ArticleStore(CURIE), f"{first} She was a scientist.", refuse_end=2)
+    r = ewe.generate("Tell me a bio of Marie Curie.")
+    assert len(events(r, "end_refused")) == r.stats.end_refusals <= 2 and r.finish_reason == "eos"
+    assert r.text.startswith(f"{first} She was a scientist.")
+    # too little room left in max_new_tokens: no refusal
+    ewe, _ = make(ArticleStore(CURIE), first, refuse_end=2)
+    n = len(tiny_tokenizer()(first, add_special_tokens=False)["input_ids"])
+    r = ewe.generate("Tell me a bio of Marie Curie.", max_new_tokens=n + 10)
+    assert r.text.strip() == first and not events(r, "end_refused")
+
+
+def test_article_use_reads_the_checks_lead_evidence_and_the_answers_words():
+    from ewe.controller.article_use import ArticleUse
+
+    store = ArticleStore({"Marie Curie": ["Marie Curie was born in Warsaw. She studied in Paris.",
+                                          "She won two Nobel prizes for physics and chemistry."],
+                          "Pierre Curie": ["Pierre Curie studied in Paris."]})
+    chunks = store.article("Marie Curie")
+    use = ArticleUse("Marie Curie", chunks, "Marie Curie")
+    assert [s.text for s in use.sentences] == ["Marie Curie was born in Warsaw.", "She studied in Paris.",
+                                               "She won two Nobel prizes for physics and chemistry."]
+
+    def check(claim, source_id, label="supported"):
+        return {"verdicts": [{"claim": claim, "label": label, "evidence": [{"source_id": source_id}]}]}
+
+    own = f"Marie Curie#{chunks[0].id}"
+    # a supported claim led by the article's chunk states the sentence of that chunk it shares most words with
+    assert use.stated([check("Curie was educated and studied at Paris.", own)], "") == [False, True, False]
+    # not when the lead evidence is another article, nor when the claim was not supported
+    other = f"Pierre Curie#{store.article('Pierre Curie')[0].id}"
+    assert use.stated([check("She studied in Paris.", other), check("She studied in Paris.", own, "unsupported")],
+                      "") == [False, False, False]
+    # the answer's own words: most of a sentence's content words, the subject's names left out
+    assert use.unstated([], "Curie was born in Warsaw and won Nobel prizes.") == [
+        "She studied in Paris.", "She won two Nobel prizes for physics and chemistry."]
+    assert use.unstated([], "She won Nobel prizes in physics and chemistry.") == [
+        "Marie Curie was born in Warsaw.", "She studied in Paris."]
+
+
+def test_an_answer_the_retry_policy_would_stop_goes_on_with_the_unstated_article():
+    first, bad, second = "Marie Curie was a physicist and chemist.", "She was a poet.", "Marie Curie won two Nobel prizes."
+    for refuse_end, expected in ((1, f"{first} {second}"), (0, first)):
+        checker = ScriptedChecker(false={bad})
+        ewe, _ = make(ArticleStore(CURIE), "", checker=checker, refuse_end=refuse_end, max_retries=0,
+                      on_retries_exhausted="stop")
+        ewe.model.script = text_script(lambda units: f"{first} {second}" if units in (1, 4) else f"{first} {bad}")
+        r = ewe.generate("Tell me a bio of Marie Curie.")
+        assert r.text.strip() == expected
+        refused = events(r, "end_refused")
+        assert [e["why"] for e in refused] == ["retries exhausted"] * refuse_end
+        assert [e["policy"] for e in events(r, "retries_exhausted")] == ["drop" if refuse_end else "stop"]
+
+
+def test_a_sentence_its_own_article_supports_is_never_off_the_subject():
+    first, family = "Marie Curie was a physicist and chemist.", "Pierre Curie was a French physicist."
+    kept = {}
+    for subject_units in (4, 0):  # the checker's evidence is the subject's article; pinned only with subject units
+        ewe, _ = make(ArticleStore(CURIE), f"{first} {family}", checker=ScriptedChecker(false=set()),
+                      subject_units=subject_units, on_retries_exhausted="drop", max_retries=0)
+        kept[subject_units] = ewe.generate("Tell me a bio of Marie Curie.").text
+    assert family in kept[4]  # its claims supported by her own article, lead evidence first
+    assert family not in kept[0]  # no article pinned: another person's sentence, dropped as off_subject

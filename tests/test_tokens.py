@@ -80,3 +80,11 @@ def test_a_template_that_rewrites_content_is_refused():
             tokens.prompt_ids(tok, "hello")
     finally:
         tok.chat_template = saved
+
+
+def test_line_break_ids_are_the_whitespace_tokens_that_open_a_line(tok):
+    ids = tokens.line_break_ids(tok)
+    assert ids and all("\n" in tok.decode([i]) and not tok.decode([i]).strip() for i in ids)
+    for text in ("\n", "\n\n"):
+        assert set(tokens.text_ids(tok, f"The end.{text}")[-1:]) <= ids  # what a model writes for a new paragraph
+    assert not ids & set(tokens.text_ids(tok, "The end. Next"))

@@ -519,6 +519,8 @@ def test_he_and_she_refer_to_the_person_the_prompt_asks_about():
     assert prompt_person("Tell me a bio of Pope Leo I. Provide as many details.") == "Pope Leo I"
     assert prompt_person("Tell me a bio of John F. Kennedy. Provide as many details.") == "John F. Kennedy"
     assert prompt_person("Tell me a bio of Pope John Paul II.") == "Pope John Paul II"
+    # "and" after an "of" joins the lands of a style
+    assert prompt_person("Tell me a bio of Nzinga of Ndongo and Matamba.") == "Nzinga of Ndongo and Matamba"
     claims = RuleClaimExtractor().extract("He was a Nobel laureate in Physics.", context="Born in Ulm, Germany, he was bright.",
                                           prompt="Tell me a bio of Albert Einstein.").claims
     assert [c.text for c in claims] == ["Albert Einstein was a Nobel laureate in Physics."]

@@ -23,13 +23,14 @@ from ..engine.actions import or_else
 from ..engine.watch import answer_watchers
 from ..judge.checker import shipped_judge
 from ..result import GenerationResult
-from ..tokens import text_ids
+from ..tokens import line_break_ids, text_ids
 from ..verify.degenerate import no_answer
 from ..verify.prompt_subject import subject_of
 from ..verify.redundancy import Redundancy
 from ..verify.subject import off_subject_of
 from ..verify.text import ends_sentence
 from . import policy, unchecked
+from .article_use import ArticleUse
 from .feedback import feedback_messages
 from .memory_refresh import MemoryRefresh
 from .repeat_guard import RepeatGuard
@@ -94,6 +95,8 @@ class ControlledRun(Hook):
     def backtrack(self, start: int, why: str, attempt: int, feedback: list[dict],
                    restore: Attempt | None = None) -> Rewind:
         """Remove the text from token `start` on (the loop crops it), then put `restore` back if given."""
+        if self.focus_from is not None and start < self.focus_from:
+            self._unfocus()  # the text the focus followed is cut
         for sched in self.schedules.values():
             sched.forget_from(start)
         self.attempts = {s: a for s, a in self.attempts.items() if s <= start}
@@ -133,7 +136,7 @@ class ControlledRun(Hook):
             same_as=same_as, retry_would_repeat=may_retry and self._retry_would_repeat(sentence)))
         if decision.action == policy.KEEP:
             # a repeat or a sentence that is no answer is never kept: with no backtrack left the answer ends before it
-            if repeats or self.why_no_answer(sentence.text) or (
+            if repeats or self.why_no_answer(sentence.text, check) or (
                     self.reject_repeats and self.repeat_guard.sentence_repeats(start, sentence.text, check)):
                 return self._give_up(start, history, feedback, decision.why, repeats=True)
             self.trace.add("retries_exhausted", policy=f"keep ({decision.why})", kept=sentence.text,
@@ -173,6 +176,10 @@ class ControlledRun(Hook):
         if then.startswith("keep") and self.reject_repeats and self.repeat_guard.text_repeats(start, best.text)[0]:
             then, why = policy.exhausted(then, repeats, kept_repeats_answer=True), \
                 f"{why}; the attempt to keep repeats the answer"
+        if then == "stop" and (unstated := self._refusal(start)) is not None:
+            # the answer would end here with the article unstated: the sentence is dropped and the answer goes on
+            self._refuse(start, unstated, "retries exhausted")
+            then = "drop"
         if then in ("drop", "stop"):
             self.trace.add("retries_exhausted", policy=then, kept="", attempts=len(history), why=why)
             if then == "stop":
@@ -237,7 +244,9 @@ class ControlledRun(Hook):
             cfg.rewrite_max_tokens, judge,
             prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
             system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset,
-            reuse_prefix=self.refresh.version == self.read_under)
+            reuse_prefix=self.refresh.version == self.read_under,
+            # a rewrite where an end was refused goes on in the paragraph too (_refuse)
+            first_banned=line_break_ids(self.runtime.tokenizer) if start in self.refused_at else frozenset())
 
     def _judge_round(self, found: list[Attempt], decoded: int, round_: int, start: int, history: list[Attempt],
                      feedback: list[dict], repeats: bool, context: str, in_prompt: list[str], placed: list[str]):
@@ -264,14 +273,14 @@ class ControlledRun(Hook):
             # claiming nothing checkable is filler (list fragments, "Marie Curie:"), never kept
             c.new_supported = self.repeat_guard.new_supported(start, c_check) if self.reject_repeats else None
             judged.append((c, c_check, c_check.verdict == "supported" and not self._needs_rewrite(c_check)
-                           and not self.why_no_answer(c.text) and c.new_supported != 0))
+                           and not self.why_no_answer(c.text, c_check) and c.new_supported != 0))
         self.candidates["judged"] += sum(1 for _, chk, _ in judged if chk is not None)
         passing = [(c, chk) for c, chk, ok in judged if ok]
         chosen = max(passing, key=lambda p: candidate_rank(*p)) if passing else None
         self.trace.add("candidates", start_token=start, round=round_, decoded=len(found), placement=cfg.feedback_placement,
                        candidates=[{"text": c.text, "verdict": chk.verdict if chk else "repeats the answer",
                                     "unsupported": c.unsupported, "new_supported": c.new_supported,
-                                    "no_answer": self.why_no_answer(c.text), "mean_logprob": round(c.mean_logprob, 4)}
+                                    "no_answer": self.why_no_answer(c.text, chk), "mean_logprob": round(c.mean_logprob, 4)}
                                    for c, chk, _ in judged],
                        chosen=chosen[0].text if chosen else None)
         checked = [(c, chk) for c, chk, _ in judged if chk is not None]
@@ -338,7 +347,7 @@ class ControlledRun(Hook):
                 event.update(needs_rewrite=True, reason="repeats", repeats=repeats)
                 rewrite = True
                 self.repeats_rejected += 1
-            why = self.why_no_answer(s.text)
+            why = self.why_no_answer(s.text, check)
             if why:  # no answer, whatever its claims (a loop, talk to the user, garbled text, another subject)
                 event.update(needs_rewrite=True, reason=why)
                 if why == "off_subject":
@@ -353,12 +362,24 @@ class ControlledRun(Hook):
                     return or_else(action, lambda: self._verify(rest, reason))
         return None
 
-    def why_no_answer(self, text: str) -> str | None:
+    def _from_own_article(self, check) -> bool:
+        """Whether every claim of a sentence was judged supported with the pinned subject article as its
+        lead evidence: a sentence of the subject's own article, whose grammatical subject may be another's."""
+        article = self.refresh.article
+        return article is not None and bool(check.verdicts) and all(
+            v.supported and v.evidence and v.evidence[0].title == article.title for v in check.verdicts)
+
+    def why_no_answer(self, text: str, check=None) -> str | None:
         """Why a sentence is no answer to the prompt whatever its claims: degenerate text
         (verify/degenerate.py: "loop", "meta", "heading", "garbled") or about another subject ("off_subject",
-        verify/subject.py), each where the configuration rejects it."""
+        verify/subject.py), each where the configuration rejects it. With its `check`: a sentence
+        the subject's own pinned article supports claim by claim is never off the subject ("In 1918,
+        the Romanovs were murdered" in Nicholas II's answer)."""
         ck = self.runtime.config.checker
-        return no_answer(text, self.prompt, ck.reject_degenerate, ck.reject_off_subject, self.subject)
+        why = no_answer(text, self.prompt, ck.reject_degenerate, ck.reject_off_subject, self.subject)
+        if why == "off_subject" and check is not None and self._from_own_article(check):
+            return None
+        return why
 
     def _needs_rewrite(self, check) -> bool:
         if self.cfg.rewrite_when == "contradicted":
@@ -366,6 +387,8 @@ class ControlledRun(Hook):
         return check.needs_rewrite
 
     def _new_sentences(self, sentences: list[Sentence]) -> None:
+        if self.focus_from is not None and any(s.start >= self.focus_from for s in sentences):
+            self._unfocus()  # the sentence written in focus is complete: it is checked under the whole memory
         if any(s.start == self.rewriting for s in sentences):
             self.rewriting = None  # the rewritten sentence is complete: back to the main sampler
         fresh = [s for s in sentences if (s.start, tuple(self.tracker.tokens[s.start:s.end])) not in self.settled]
@@ -426,7 +449,51 @@ class ControlledRun(Hook):
             self._new_sentences(self.tracker.finish(complete=True))
         else:  # cut off: a last sentence is checked only if it ended before the budget did
             self._new_sentences([s for s in self.tracker.finish(complete=ends_sentence(self.tracker.text)) if s.complete])
-        return self._pauses(final=True)
+        action = self._pauses(final=True)
+        if action is None and reason == "eos":
+            return self._refuse_end(loop)
+        return action
+
+    def _refuse_end(self, loop: TokenLoop) -> Rewind | None:
+        """The model ended the answer with sentences of the pinned article unstated: go on instead
+        (`_refusal`, `_refuse`), the answer kept as it is."""
+        position = len(self.tracker.tokens)
+        unstated = self._refusal(position)
+        if unstated is None:
+            return None
+        self._refuse(position, unstated, "end of text")
+        return Rewind(position)
+
+    def _unfocus(self) -> None:
+        self.focus_from = None
+        self.refresh.unfocus()
+
+    def _refusal(self, position: int) -> list[str] | None:
+        """The pinned article's sentences the answer's first `position` tokens leave unstated
+        (article_use.py), where an end there may be refused: at most controller.refuse_end times per
+        answer, after a whole sentence, and with room left in decoding.max_new_tokens for one more;
+        else None."""
+        t = self.tracker
+        if (self.article_use is None or self.end_refusals >= self.cfg.refuse_end
+                or self.dec.max_new_tokens - position < ROOM_FOR_A_SENTENCE):
+            return None
+        text = t.decode(0, position)
+        if not text.strip() or not ends_sentence(text):
+            return None
+        checks = [c for s in t.sentences if s.end <= position and (c := self.checks.get((s.start, s.text)))]
+        return self.article_use.unstated(checks, text) or None
+
+    def _refuse(self, position: int, unstated: list[str], why: str) -> None:
+        """Refuse an end at `position`: the end token and a paragraph break banned there (the answer goes
+        on in its paragraph, not with a restart below it), the unstated sentences in focus
+        (MemoryRefresh.focus)."""
+        self.end_refusals += 1
+        self.refresh.focus(self.article_use.title, unstated)
+        self.focus_from = position
+        self.refused_at.add(position)
+        self.banned.ban(position, self.runtime.stop_ids | line_break_ids(self.runtime.tokenizer))
+        self.trace.add("end_refused", why=why, refusal=self.end_refusals, of=self.cfg.refuse_end, position=position,
+                       unstated=unstated, of_sentences=len(self.article_use.sentences))
 
     def run(self) -> GenerationResult:
         t_start = time.perf_counter()
@@ -461,6 +528,10 @@ class ControlledRun(Hook):
         self.session = None
         self.subject_found: bool | None = None  # whether the datastore has the prompt's subject (None: not asked)
         self.said_missing = False
+        self.article_use: ArticleUse | None = None  # what the answer states of the pinned article (refuse_end)
+        self.end_refusals = 0
+        self.refused_at: set[int] = set()  # positions where an end was refused
+        self.focus_from: int | None = None  # where the sentence written in focus starts, while it is
         text_passages = []
         if rt.config.retrieval.in_prompt:  # "prompt+memory": the first passages are read as text
             passages = self.initial_passages
@@ -476,6 +547,8 @@ class ControlledRun(Hook):
             self.retrieved = [h.to_dict() for h in kept]
             if self.subject is not None:  # no article, and no passage that can speak about the subject
                 self.subject_found = article is not None or bool(kept)
+            if article is not None and self.cfg.refuse_end:
+                self.article_use = ArticleUse(article.title, self.refresh.pinned_chunks(), self.subject.name)
         elif self.initial_passages:
             self.refresh.add(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
@@ -494,6 +567,9 @@ class ControlledRun(Hook):
         self.rewriting = None  # start token of the sentence being rewritten, until it is complete
         self.read_under = self.refresh.version  # the memory the prompt is read under (the cache's, while unchanged)
         return ids
+
+ROOM_FOR_A_SENTENCE = 24  # tokens: an end is refused only with this many left in max_new_tokens (no sentence cut off)
+
 
 def memory_offset(config) -> int:
     """Where an answer's context positions start: after the memory's unit positions, if it has any."""

@@ -37,15 +37,31 @@ class MemoryRefresh:
         self.person = person
         self.article: SubjectArticle | None = None  # the subject's own article, once `pin` found it
         self.pinned: set[int] = set()  # its chunks' passage ids: in memory already, never retrieved again
+        self.focused: tuple[str, str] | None = None  # the unit id and text of the focus on the unstated article
+        self.focusing = False  # while True the answer reads the focus unit alone (`focus`, `unfocus`)
 
     def changed(self, why: str) -> None:
         self.version += 1
         if self.session is not None:
-            self.session.set_memory(self.units.state(), reencode=self.runtime.config.memory.reencode_context)
-        self.trace.add("memory", why=why, pools=self.units.describe(), units=len(self.units))
+            self.session.set_memory(self.reading(), reencode=self.runtime.config.memory.reencode_context)
+        event = self.trace.add("memory", why=why, pools=self.units.describe(), units=len(self.units))
+        if self.focusing:
+            event["reading"] = "focus"
+
+    def reading(self):
+        """The memory the answer reads now: all its units, or, while focusing, the focus unit alone."""
+        if self.focusing and self.focused is not None:
+            return self.units.state_of([self.focused[0]])
+        return self.units.state()
 
     def add(self, texts: list[str], pool: str, meta: list[dict], why: str) -> dict:
         """Encode `texts` as units of `pool`; what was added, evicted or already present."""
+        change = self._put(texts, pool, meta)
+        if change["added"] or change["evicted"]:
+            self.changed(why)
+        return change
+
+    def _put(self, texts: list[str], pool: str, meta: list[dict]) -> dict:
         t0 = time.perf_counter()
         texts = [UNIT_TEXTS[self.runtime.config.memory.unit_text](t) for t in texts]
         with warnings.catch_warnings():
@@ -53,8 +69,6 @@ class MemoryRefresh:
                 warnings.simplefilter("ignore")  # passages (given or retrieved) keep their truncation warning
             change = self.units.add(texts, pool=pool, meta=meta)
         self.seconds["encode"] += time.perf_counter() - t0
-        if change["added"] or change["evicted"]:
-            self.changed(why)
         return change
 
     def add_feedback(self, feedback: list[dict]) -> None:
@@ -82,7 +96,7 @@ class MemoryRefresh:
             return None
         t0 = time.perf_counter()
         hits = ds.search([prompt], k=self.runtime.config.retrieval.top_k + cap)[0]
-        article = find_article(ds, self.subject, self.person, hits)
+        article = find_article(ds, self.subject, self.person, hits, prompt)
         self.seconds["retrieve"] += time.perf_counter() - t0
         if article is None:
             self.trace.add("subject", name=self.subject, found=False)
@@ -95,6 +109,40 @@ class MemoryRefresh:
         self.trace.add("subject", name=self.subject, found=True, **article.describe(), added=change["added"],
                        left_out=len(article.chunks) - len(chunks))
         return article
+
+    def focus(self, title: str, sentences: list[str]) -> dict | None:
+        """Put the subject article's sentences the answer has not stated in focus for the next sentence:
+        one unit of the feedback pool (form "focus", in place of an earlier focus), which the answer
+        reads alone until `unfocus` (ControlledRun._refuse_end: the model, asked to go on, otherwise
+        wrote again what the whole memory had already given it). The unit stays in the feedback pool
+        after. None without a feedback pool."""
+        pool = self.units.pools["feedback"]
+        if not pool.capacity or not sentences:
+            return None
+        text = f"{title}: {' '.join(sentences)}"
+        held = self.focused is not None and self.focused[0] in pool
+        if held and self.focused[1] == text:
+            change = {"pool": "feedback", "added": [], "evicted": [], "present": [self.focused[0]]}
+        else:
+            if held:
+                self.units.remove(self.focused[0], pool="feedback")
+            change = self._put([text], "feedback", [{"form": "focus", "title": title}])
+            if held:
+                change["evicted"] = [*change["evicted"], self.focused[0]]
+            self.focused = ((change["added"] or change["present"])[0], text)
+        self.focusing = True
+        self.changed("focus on the unstated article")
+        return change
+
+    def unfocus(self) -> None:
+        """The answer reads its whole memory again (the sentence written in focus is complete, or was cut)."""
+        if self.focusing:
+            self.focusing = False
+            self.changed("focus ended")
+
+    def pinned_chunks(self) -> list:
+        """The pinned chunks of the subject article, in order ([] when none is pinned)."""
+        return [h for h in self.article.chunks if h.id in self.pinned] if self.article is not None else []
 
     def retrieve(self, query: str, why: str, into_prompt: bool = False) -> list:
         """Search; the hits become retrieval units, or (`into_prompt`) are only returned and traced.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine import Branch, Hook, Sampler, Stop, TokenLoop
+from ..engine import BanFirstTokens, Branch, Hook, Sampler, Stop, TokenLoop
 from .sentences import SentenceTracker
 
 
@@ -46,7 +46,8 @@ class _FirstSentence(Hook):
 
 def candidate_branch(runtime, tracker: SentenceTracker, start: int, memory, rows: int, sampler: Sampler,
                      max_tokens: int, then, prompt_passages: list[str] | None = None, system_prompt: str | None = None,
-                     prompt: str = "", position_offset: int = 0, reuse_prefix: bool = False) -> Branch:
+                     prompt: str = "", position_offset: int = 0, reuse_prefix: bool = False,
+                     first_banned: frozenset[int] = frozenset()) -> Branch:
     """The loop's action that decodes `rows` rewrites of the sentence at token `start` of `tracker`'s
     answer, each until its first sentence ends; `then(attempts, decoded, seconds)` answers with the
     next action (see `attempts`).
@@ -55,6 +56,7 @@ def candidate_branch(runtime, tracker: SentenceTracker, start: int, memory, rows
     these passages in it (feedback placed in the prompt), the answer's first `start` tokens after it.
     reuse_prefix: the memory is what the answer's cache was computed under, so the beginning that
     prompt shares with the answer's (the request, the passages already there) comes from that cache.
+    first_banned: tokens no rewrite may start with (the rows start together, so one row's length is all rows').
     """
     records = [tracker.prefix(start) for _ in range(rows)]
     prompt_ids = None
@@ -65,7 +67,12 @@ def candidate_branch(runtime, tracker: SentenceTracker, start: int, memory, rows
     def judged(records, reasons, decoded, seconds):
         return then(attempts(records, reasons, start), decoded, seconds)
 
-    return Branch(start, records, sampler, max_tokens, judged, hooks=[_FirstSentence(start)],
+    hooks: list[Hook] = [_FirstSentence(start)]
+    if first_banned:
+        ban = BanFirstTokens(records[0])
+        ban.ban(start, first_banned)
+        hooks.append(ban)
+    return Branch(start, records, sampler, max_tokens, judged, hooks=hooks,
                   memory_state=memory.state(rows) if len(memory) else None, prompt_ids=prompt_ids,
                   prompt_memory_state=memory.state(1) if len(memory) else None, reuse_prefix=reuse_prefix)
 

@@ -5,7 +5,8 @@ namesakes in: Martin Luther's memory ended as Martin Luther King Jr.'s, Prince (
 Machiavelli's The Prince (issue 72). An entity linker resolves the mention to one entry first
 (DESIGN.md section 9); so does this, in order:
 
-1. exact: an article titled as the prompt names the subject ("Marie Curie"), case and accents folded;
+1. exact: an article titled as the prompt names the subject ("Marie Curie"), case and accents folded,
+   or a longer title beginning with that name that the prompt writes whole ("Trưng sisters");
 2. disambiguated: "Prince" -> "Prince (musician)", the candidate the prompt's search ranks first
    (for a person prompt, one whose description reads as a person's when the search ranks none);
 3. top hit: the first of the prompt's best hits whose title can be the subject the prompt names
@@ -47,14 +48,19 @@ def _key(title: str) -> str:
     return " ".join(fold(title).lower().split())
 
 
-def find_article(datastore: Datastore, name: str, person: bool, hits: list[Hit]) -> SubjectArticle | None:
+def find_article(datastore: Datastore, name: str, person: bool, hits: list[Hit],
+                 prompt: str | None = None) -> SubjectArticle | None:
     """The article of the subject the prompt names `name` (a person when `person`), or None.
-    `hits`: the prompt's own search results, best first (they rank namesakes and short forms)."""
+    `hits`: the prompt's own search results, best first (they rank namesakes and short forms).
+    `prompt`: where a longer title holding the name is written whole ("Trưng sisters", "Abd Allah
+    al-Mahdi Billah", whose lower-case words end the name the prompt reader takes)."""
     titles = datastore.article_titles()
     key = _key(name)
     exact = {_key(t): sid for t, sid in titles.items()}
     if key in exact:
         return _article(datastore, exact[key], "exact")
+    if prompt and (longer := _written_whole(titles, name, prompt)):
+        return _article(datastore, titles[longer], "exact")
     candidates = [(t, sid) for t, sid in titles.items()
                   if (m := _DISAMBIGUATION.match(t)) and _key(m.group(1)) == key]
     if candidates:
@@ -73,6 +79,13 @@ def find_article(datastore: Datastore, name: str, person: bool, hits: list[Hit])
         if same(name, base) and namesake_kind(name, h.title, h.description) is None or _called(name, h):
             return _article(datastore, h.source_id, "top hit")
     return None
+
+
+def _written_whole(titles: dict[str, str], name: str, prompt: str) -> str | None:
+    """The longest title that begins with `name` and that the prompt writes whole, word-bounded."""
+    found = [t for t in titles if len(t) > len(name) and t.startswith(name)
+             and re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", prompt)]
+    return max(found, key=len) if found else None
 
 
 def _called(name: str, hit: Hit) -> bool:

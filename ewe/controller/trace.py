@@ -29,6 +29,9 @@ EVENT_TYPES = ("retrieve", "pause", "check", "candidates", "backtrack", "retries
                # EWE's loop: the prompt's subject article pinned in memory (or not found), and the plain
                # sentence that answers a prompt whose subject the datastore lacks (controller/memory_refresh.py)
                "subject", "subject_missing",
+               # EWE's loop: an end of text refused while the pinned article has unstated sentences
+               # (controller/controlled_run.py _refuse_end, controller/article_use.py)
+               "end_refused",
                # PrefixNLI (ewe/methods/prefixnli.py): a step where the judge changed the top token; no source
                "prefix_guide", "prefix_unguided")
 
@@ -150,6 +153,9 @@ def render(events: list[dict], width: int = 100) -> str:
                                                  if e["found"] else "no article in the datastore"))
         elif kind == "subject_missing":
             say(f"{at} nothing about {e['name']} in the datastore: answered", e["text"])
+        elif kind == "end_refused":
+            say(f"{at} end refused ({e['refusal']} of {e['of']}): {len(e['unstated'])} of the article's "
+                f"{e['of_sentences']} sentences unstated, put in focus", " ".join(e["unstated"]))
         elif kind == "memory":
             pools = "; ".join(f"{p}: {len(units)}" for p, units in e["pools"].items())
             say(f"{at} memory ({e['why']}) -> {pools}")

@@ -7,7 +7,7 @@ assembles, once per version, the per-layer tensors the patched attention reads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -59,15 +59,20 @@ class WorkingMemory:
 
         Texts beyond the pool's capacity push out the oldest units (FIFO); when more
         texts arrive at once than the pool holds, the last ones stay. Returns what
-        happened: ids added, ids evicted, ids already present.
+        happened: ids added, ids evicted, ids already present. A unit added carries this
+        call's `meta` (the encoder reuses a text's tensors, not the meta it first came with:
+        the same text may be a pinned chunk and the controller's focus, or retrieved with
+        another score).
         """
         target = self._pool(pool)
         units = self.encoder.encode(list(texts), meta)
         added, evicted, present = [], [], []
-        for unit in units:
+        for unit, m in zip(units, meta or [None] * len(units)):
             if unit.id in target:
                 present.append(unit.id)
                 continue
+            if m is not None and unit.meta != m:
+                unit = replace(unit, meta=dict(m))
             evicted += [u.id for u in target.add(unit)]
             added.append(unit.id)
         added = [uid for uid in added if uid in target]  # a later text of the same call may evict an earlier one
@@ -75,8 +80,9 @@ class WorkingMemory:
             self.version += 1
         return {"pool": pool, "added": added, "evicted": evicted, "present": present}
 
-    def remove(self, unit_id: str) -> bool:
-        for pool in self.pools.values():
+    def remove(self, unit_id: str, pool: str | None = None) -> bool:
+        """Take the unit out of `pool` (None: the first pool that holds it)."""
+        for pool in [self._pool(pool)] if pool else self.pools.values():
             if pool.remove(unit_id) is not None:
                 self.version += 1
                 return True
@@ -102,6 +108,15 @@ class WorkingMemory:
 
     def describe(self) -> dict:
         return {name: [u.describe() for u in p] for name, p in self.pools.items()}
+
+    def state_of(self, unit_ids: list[str]) -> "MemoryState":
+        """The attention's view of these units alone (one row; each id once), not cached: a view the
+        controller reads for one sentence (MemoryRefresh.focus)."""
+        chosen = {}
+        for u in self.units:
+            if u.id in unit_ids:
+                chosen.setdefault(u.id, u)
+        return MemoryState.from_rows([list(chosen.values())], **self.readout)
 
     def state(self, rows: int = 1) -> "MemoryState":
         """The attention's view of the memory now, for `rows` batch rows (built once per version and

@@ -88,6 +88,13 @@ class ControllerConfig(Settings):
         "sentence saying so instead of another subject's facts; 'answer' lets the model answer anyway, checked as "
         "always; the result says subject.found false either way"
     )
+    refuse_end: int = Field(
+        0, ge=0, le=100, description="times an end of text is refused while sentences of the pinned subject article "
+        "(memory.subject_units) are unstated, as the checks of the answer's sentences and its words tell "
+        "(controller/article_use.py): the end token is banned there and the unstated sentences go into the feedback "
+        "pool as one focus unit, so the answer goes on with what memory holds until the article is used or the "
+        "token budget is spent; 0: the answer ends when the model ends it"
+    )
     max_backtracks: int = Field(12, ge=0, le=1000, description="backtracks allowed per prompt, all sentences together")
     max_total_tokens: int | None = Field(
         None, ge=1, description="tokens decoded per prompt, discarded ones included (default 4 x max_new_tokens)"

@@ -59,7 +59,7 @@ def prompt_person(prompt: Optional[str]) -> Optional[str]:
     """The capitalized name a prompt asks about ("Tell me a bio of Marie Curie." -> "Marie Curie").
 
     The name is the run of capitalized words (initials such as "J." and particles such
-    as "da" inside it) that ends at the first sentence or clause punctuation, so an
+    as "da" inside it, an "and" after an "of") that ends at the first sentence or clause punctuation, so an
     instruction after the question ("... Curie. Provide details") is not part of it.
     """
     m = _before_capital(_PROMPT_PERSON, prompt or "")
@@ -70,6 +70,9 @@ def prompt_person(prompt: Optional[str]) -> Optional[str]:
         nxt = words[i + 1] if i + 1 < len(words) else ""
         if w in NAME_PARTICLES and out and nxt[:1].isupper():
             out.append(w)
+            continue
+        if w == "and" and "of" in out and nxt[:1].isupper():
+            out.append(w)  # lands joined in a style: "Nzinga of Ndongo and Matamba" (not "Pierre and Marie Curie")
             continue
         if not w[:1].isupper():
             break

@@ -278,9 +278,41 @@ def mentions(sentence: str, subject: str, other: str) -> list[tuple[int, int]]:
             runs.append([m])
     for run in runs:
         a, b = run[0].start(), run[-1].end()
-        if own & {fold(m.group(0)) for m in run} and not any(x < b and a < y for x, y in spans):
+        if own & {fold(m.group(0)) for m in run} and not any(x < b and a < y for x, y in spans) \
+                and not _in_another_name(sentence, a, b, subject):
             spans.append((a, b))
     return sorted(spans)
+
+
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’]*")
+_LEFT_WORDS = re.compile(r"(?:[^\W\d_][\w'’]*[ -]){1,3}$")
+_RIGHT_WORDS = re.compile(r"(?:[ -][^\W\d_][\w'’]*){1,3}")
+
+
+def _name_like(word: str) -> bool:
+    return word[:1].isupper() and word.lower() not in NOT_NAMES and word.lower() not in HONORIFICS
+
+
+def _in_another_name(sentence: str, a: int, b: int, subject: str) -> bool:
+    """Whether the subject's words at [a, b) are part of a longer name without the subject's last
+    word: "George" in "also known as George Gist" is not George Boole, "Louis" in "Louis XV" not
+    Louis XVI; "Marie" in "Marie Skłodowska-Curie" is Marie Curie (her last word is there)."""
+    words = WORD_RE.findall(subject)
+    last = fold(words[-1]) if words else ""
+    if len(words) < 2 or last in {fold(w) for w in WORD_RE.findall(sentence[a:b])}:
+        return False
+    extra = []
+    if left := _LEFT_WORDS.search(sentence[:a]):
+        for w in reversed(_NAME_WORD.findall(left.group(0))):
+            if not _name_like(w):
+                break
+            extra.append(fold(w))
+    if right := _RIGHT_WORDS.match(sentence[b:]):
+        for w in _NAME_WORD.findall(right.group(0)):
+            if not _name_like(w):
+                break
+            extra.append(fold(w))
+    return bool(extra) and last not in extra
 
 
 # A name as a point of comparison or an epithet, not a person the sentence speaks about: the text
