@@ -451,10 +451,10 @@ class ControlledRun(Hook):
             self._new_sentences([s for s in self.tracker.finish(complete=ends_sentence(self.tracker.text)) if s.complete])
         action = self._pauses(final=True)
         if action is None and reason == "eos":
-            return self._refuse_end(loop)
+            return self._refuse_end()
         return action
 
-    def _refuse_end(self, loop: TokenLoop) -> Rewind | None:
+    def _refuse_end(self) -> Rewind | None:
         """The model ended the answer with sentences of the pinned article unstated: go on instead
         (`_refusal`, `_refuse`), the answer kept as it is."""
         position = len(self.tracker.tokens)

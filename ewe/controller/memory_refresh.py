@@ -110,29 +110,24 @@ class MemoryRefresh:
                        left_out=len(article.chunks) - len(chunks))
         return article
 
-    def focus(self, title: str, sentences: list[str]) -> dict | None:
+    def focus(self, title: str, sentences: list[str]) -> None:
         """Put the subject article's sentences the answer has not stated in focus for the next sentence:
         one unit of the feedback pool (form "focus", in place of an earlier focus), which the answer
         reads alone until `unfocus` (ControlledRun._refuse_end: the model, asked to go on, otherwise
         wrote again what the whole memory had already given it). The unit stays in the feedback pool
-        after. None without a feedback pool."""
+        after. Nothing without a feedback pool."""
         pool = self.units.pools["feedback"]
         if not pool.capacity or not sentences:
-            return None
+            return
         text = f"{title}: {' '.join(sentences)}"
         held = self.focused is not None and self.focused[0] in pool
-        if held and self.focused[1] == text:
-            change = {"pool": "feedback", "added": [], "evicted": [], "present": [self.focused[0]]}
-        else:
+        if not (held and self.focused[1] == text):
             if held:
                 self.units.remove(self.focused[0], pool="feedback")
             change = self._put([text], "feedback", [{"form": "focus", "title": title}])
-            if held:
-                change["evicted"] = [*change["evicted"], self.focused[0]]
             self.focused = ((change["added"] or change["present"])[0], text)
         self.focusing = True
         self.changed("focus on the unstated article")
-        return change
 
     def unfocus(self) -> None:
         """The answer reads its whole memory again (the sentence written in focus is complete, or was cut)."""
