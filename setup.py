@@ -86,6 +86,7 @@ setup(
         "pyyaml>=6.0",
         "tqdm>=4.66",
         "pysbd>=0.3.4",
+        "spacy>=3.8,<3.9",  # the scorer's atomic claims (ewe/eval/atomic_facts.py): a dependency parse, not the loop's rules
         "matplotlib>=3.8",
         "jinja2>=3.1",
         "fastapi>=0.110",  # `ewe serve` (ewe/serving/)

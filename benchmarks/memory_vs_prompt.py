@@ -15,9 +15,9 @@ prompt. Memory variants, cheapest first (DESIGN.md section 6):
   - the memory adapter (`ewe train memory`, `model.memory_adapter`): units encoded by the
     adapted model; `--adapter auto` is the shipped one.
 
-Titles come from the split `ewe train memory` never trains on (ewe/training/memory_data.py
-`split`: "held_out"). The read-out is chosen on a development part of them and reported on a
-disjoint held-out part, so the figure is not fitted to the passages it is reported on.
+Titles come from the splits `ewe train memory` never trains on (ewe/data/splits.py): the read-out
+is chosen on "dev" titles and reported on "test" titles, so the figure is not fitted to the
+passages it is reported on.
 
     python benchmarks/memory_vs_prompt.py [--n 24] [--distractors 0] [--unit-tokens 128] [--adapter auto]
                                           [--no-search] [--out results.json]
@@ -87,7 +87,7 @@ def measure(ewe, cases, unit_tokens, where, start_token=True, temperature=1.0, l
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=24, help="titles per split (development and held-out)")
+    ap.add_argument("--n", type=int, default=24, help="titles per split (dev and test)")
     ap.add_argument("--distractors", type=int, default=0, help="other summaries held beside the article")
     ap.add_argument("--unit-tokens", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
@@ -105,11 +105,11 @@ def main():
         adapted = with_adapter.runtime.unit_model
         reader = with_adapter if with_adapter.runtime.memory_adapter.scope == "all" else ewe  # who decodes
     seg = pysbd.Segmenter(language="en", clean=False)
-    pool = sorted(t for t in titles_of("held_out") if len(seg.segment(summaries()[t]["extract"])) >= 3)
-    titles = list(pool)
-    random.Random(args.seed).shuffle(titles)
-    dev = Cases(ewe, titles[: args.n], pool, args.distractors, args.seed)
-    held = Cases(ewe, titles[args.n : 2 * args.n], pool, args.distractors, args.seed + 1)
+    pools = {which: sorted(t for t in titles_of(which) if len(seg.segment(summaries()[t]["extract"])) >= 3)
+             for which in ("dev", "test")}
+    drawn = {which: random.Random(args.seed).sample(pool, min(args.n, len(pool))) for which, pool in pools.items()}
+    dev = Cases(ewe, drawn["dev"], pools["dev"], args.distractors, args.seed)
+    held = Cases(ewe, drawn["test"], pools["test"], args.distractors, args.seed + 1)
     M = args.unit_tokens
 
     def mean(vals):
@@ -136,7 +136,7 @@ def main():
         best_s = min(by_s, key=by_s.get)
         print(f"  chosen: start token per unit {start}, T={best_t}, S={best_s}")
 
-    # 2. report on the held-out split
+    # 2. report on the test split
     rows = {
         "no memory": measure(ewe, held, M, "none"),
         "passages in the prompt": measure(ewe, held, M, "prompt"),
@@ -150,7 +150,7 @@ def main():
         rows["memory (eq. 1, adapter)"] = measure(reader, held, M, "memory", True, unit_model=adapted)
     prompt = mean(rows["passages in the prompt"])
     base_gap = mean(rows["memory (eq. 1, start token per unit)"]) - prompt
-    print(f"\nheld-out split ({args.n} other titles), target = the summary's second sentence (<= 40 tokens), M={M}")
+    print(f"\ntest split ({args.n} titles), target = the summary's second sentence (<= 40 tokens), M={M}")
     print(f"{'condition':<52}{'mean NLL':>10}{'median':>9}{'gap':>8}{'gap / eq. 1 gap':>17}")
     for name, vals in rows.items():
         gap = mean(vals) - prompt

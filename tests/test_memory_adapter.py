@@ -10,7 +10,8 @@ from safetensors.torch import load_file
 from ewe import EWE
 from ewe.data import wiki
 from ewe.memory.adapter import AdapterError, MemoryAdapter
-from ewe.training.memory_data import build_examples, evaluation_titles, split
+from ewe.data.splits import split_of
+from ewe.training.memory_data import build_examples
 from ewe.training.memory_reader import Batch, MemoryTrainConfig, Student, covered_chars, memory_of, train_memory_adapter
 from tiny import tiny_model, tiny_tokenizer
 
@@ -50,14 +51,14 @@ def trained(tmp_path_factory):
     return base, root / "adapter", manifest
 
 
-def test_examples_leave_out_the_evaluation_and_held_out_titles():
+def test_examples_are_built_from_the_train_split_only():
     chars = covered_chars(tiny_tokenizer(), small_config())
     rows = build_examples(60, 3, "train", chars, units=(1, 2, 3), no_answer=0.2)
     assert rows == build_examples(60, 3, "train", chars, units=(1, 2, 3), no_answer=0.2)  # seeded
-    evaluation = evaluation_titles()
+    title_of = {wiki.passage(t): t for t in wiki.summaries()}
     for r in rows:
-        assert r.title not in evaluation and split(r.title) == "train"
-        assert all(p.split(" (")[0].split(":")[0] not in evaluation for p in r.passages)
+        assert split_of(r.title) == "train"
+        assert all(split_of(title_of[p]) == "train" for p in r.passages)  # the distractors too
         own = wiki.passage(r.title)
         if r.source is None:  # memory of distractors only: the answer's passage is not there
             assert own not in r.passages
@@ -66,8 +67,10 @@ def test_examples_leave_out_the_evaluation_and_held_out_titles():
             # the answer lies in the part of the passage one unit holds
             assert own.index(r.answer) + len(r.answer) <= chars(own)
     assert any(r.source is None for r in rows) and any(len(r.passages) > 1 for r in rows)
-    held = build_examples(10, 0, "held_out", chars)
-    assert all(split(r.title) == "held_out" for r in held)
+    held = build_examples(10, 0, "dev", chars)
+    assert all(split_of(r.title) == "dev" for r in held)
+    with pytest.raises(ValueError, match="test split"):
+        build_examples(10, 0, "test", chars)
 
 
 def test_training_resumes_to_the_same_weights(tmp_path):

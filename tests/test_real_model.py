@@ -144,7 +144,7 @@ def test_the_shipped_memory_adapter_reads_units_nearly_as_well_as_the_prompt():
     assert adapted.runtime.memory_adapter.scope == "units"
     for p, q in zip(plain.model.parameters(), adapted.model.parameters()):
         assert torch.equal(p, q)
-    titles = [t for t in titles_of("held_out") if len(split_sentences(summaries()[t]["extract"])) >= 3][:4]
+    titles = [t for t in titles_of("test") if len(split_sentences(summaries()[t]["extract"])) >= 3][:4]
     gaps = {"adapter": [], "base": []}
     for title in titles:
         text = passage(title)
@@ -158,8 +158,10 @@ def test_the_shipped_memory_adapter_reads_units_nearly_as_well_as_the_prompt():
 
 
 def test_a_refused_end_states_more_of_the_pinned_article(ewe):
-    """configs/ewe.yaml at 128 tokens on a prompt read while building controller.refuse_end (issue 72):
-    the answer the model ends early goes on, in its paragraph, and states more of its article."""
+    """configs/ewe.yaml at 128 tokens on a prompt of the test-split bench that closed issue 72 (Nicholas
+    II, the prompt read while building controller.refuse_end, opens with Rasputin's passage since the
+    adapter was retrained on the train split, and ends without room for a refusal): the answer the
+    model ends after one sentence goes on, in its paragraph, and states more of its article."""
     from ewe.config import EWEConfig
     from ewe.controller.article_use import ArticleUse
 
@@ -168,13 +170,13 @@ def test_a_refused_end_states_more_of_the_pinned_article(ewe):
         cfg = EWEConfig.from_yaml("configs/ewe.yaml", **{"decoding.max_new_tokens": 128,
                                                          "controller.refuse_end": refuse_end})
         run = EWE(ewe.model, ewe.tokenizer, cfg, memory_adapter=ewe.runtime.memory_adapter)
-        answers[refuse_end] = run.generate("Tell me a bio of Nicholas II.")
+        answers[refuse_end] = run.generate("Tell me a bio of Lionel Messi.")
     before, after = answers[0], answers[3]
     assert not [e for e in before.trace if e["type"] == "end_refused"]
     refused = [e for e in after.trace if e["type"] == "end_refused"]
     assert refused and after.stats["end_refusals"] == len(refused) <= 3
-    assert after.subject["title"] == "Nicholas II" and "\n" not in after.text.strip()
+    assert after.subject["title"] == "Lionel Messi" and "\n" not in after.text.strip()
     store = run.runtime.datastore
-    use = ArticleUse("Nicholas II", store.article(store.article_titles()["Nicholas II"]))
+    use = ArticleUse("Lionel Messi", store.article(store.article_titles()["Lionel Messi"]))
     assert len(use.unstated([], after.text)) < len(use.unstated([], before.text))
     assert len(after.text.split()) > len(before.text.split())

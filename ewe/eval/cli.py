@@ -38,7 +38,7 @@ def _print_table(summaries: list[dict]) -> None:
 def cmd_prompts(args) -> int:
     from ..data.prompt_sets import SUFFIX, prompt_set, write_prompts
 
-    rows = prompt_set(args.set, args.n, args.seed, None if args.no_suffix else SUFFIX)
+    rows = prompt_set(args.set, args.n, args.seed, None if args.no_suffix else SUFFIX, args.split)
     if args.output:
         write_prompts(rows, Path(args.output))
         print(f"ewe eval: {len(rows)} prompts written to {args.output}", file=sys.stderr)
@@ -108,7 +108,8 @@ def cmd_run(args) -> int:
 
                 pool = stack.enter_context(RayPool(args.ray, args.ray_workers))
             result = run_eval(args.methods.split(","), args.datasets.split(","), Path(args.out), n=args.n,
-                              seed=args.seed, suffix=None if args.no_suffix else SUFFIX, eval_config=args.eval_config,
+                              seed=args.seed, suffix=None if args.no_suffix else SUFFIX, split=args.split,
+                              eval_config=args.eval_config,
                               overrides=overrides, sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method,
                               sweep_n=args.sweep_n, use_articles=not args.no_articles, pool=pool)
     except (EvalError, RunError) as e:
@@ -182,8 +183,11 @@ def cmd_critics_run(args) -> int:
 
 
 def add_eval_commands(sub) -> None:
-    from ..data.prompt_sets import SETS
+    from ..data.prompt_sets import DEFAULT_SPLIT, SETS, SPLIT_CHOICES
     from .harness import CONFIGS
+
+    split_help = ("the articles the named sets draw from (ewe/data/splits.py): test (the figures), dev (answers read, "
+                  "rules written), train (what learned parts train on), or any (every article, as before the split)")
 
     which = command_group(sub, "eval", "factuality evaluation: prompt sets, a local VeriScore-style score, reports")
 
@@ -193,6 +197,7 @@ def add_eval_commands(sub) -> None:
     p.add_argument("--n", type=positive_int, default=30)
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--no-suffix", action="store_true", help="leave out the 'Provide as many specific details' suffix")
+    p.add_argument("--split", choices=SPLIT_CHOICES, default=DEFAULT_SPLIT, help=split_help)
     p.add_argument("--output", help="JSONL file (default: print)")
 
     s = which.add_parser("score", help="score results files (one method each) and write details and a report")
@@ -231,6 +236,7 @@ def add_eval_commands(sub) -> None:
     r.add_argument("--n", type=positive_int, default=30, help="prompts per dataset")
     r.add_argument("--seed", type=non_negative_int, default=0)
     r.add_argument("--no-suffix", action="store_true")
+    r.add_argument("--split", choices=SPLIT_CHOICES, default=DEFAULT_SPLIT, help=split_help)
     r.add_argument("--max-new-tokens", type=positive_int, default=256, help="the same for every method")
     r.add_argument("--out", required=True)
     r.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"))

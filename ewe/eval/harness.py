@@ -21,7 +21,7 @@ from ..methods.registry import method_class
 from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
-from ..data.prompt_sets import SETS, SUFFIX, load_prompts, write_prompts
+from ..data.prompt_sets import DEFAULT_SPLIT, SETS, SUFFIX, load_prompts, write_prompts
 from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -195,7 +195,7 @@ class EvalError(ValueError):
 
 
 def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30, seed: int = 0,
-             suffix: str | None = SUFFIX, eval_config: str | Path = CONFIGS / "eval.yaml",
+             suffix: str | None = SUFFIX, split: str = DEFAULT_SPLIT, eval_config: str | Path = CONFIGS / "eval.yaml",
              overrides: dict | None = None, sweeps: dict[str, list] | None = None, sweep_method: str = "ewe",
              sweep_n: int | None = None, use_articles: bool = True, progress: bool = True,
              loader: Loader | None = None, pool=None) -> dict:
@@ -213,7 +213,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
     prompt_files = {}
     for ds in datasets:
         path = out / "prompts" / f"{Path(ds).stem}.jsonl"
-        settle_prompts(path, load_prompts(ds, n, seed, suffix), f"{ds} (--n {n}, --seed {seed})")
+        settle_prompts(path, load_prompts(ds, n, seed, suffix, split), f"{ds} (--n {n}, --seed {seed}, --split {split})")
         prompt_files[Path(ds).stem] = path
     failed = []
     for ds, prompts in prompt_files.items():

@@ -9,25 +9,21 @@ same topic, so the model must read which passage is about the subject), and some
 distractors (the answer is not in memory: the student must not copy a distractor, it must do
 what the teacher does with the same passages in its prompt).
 
-No title of an evaluation prompt set is ever used, nor one of the held-out split that
-`benchmarks/memory_vs_prompt.py` reports on (`split(title)`), so the loss gap it measures is
-on passages the adapter never saw.
+Every title an example uses, its own and its distractors', is of the "train" split
+(ewe/data/splits.py); the examples measured before and after training are of "dev", so no
+example touches a "test" article, which the prompt sets the figures come from draw.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import random
 from dataclasses import asdict, dataclass
 
 from ..data import wiki
-from ..data.prompt_sets import SUFFIX, prompt_set
+from ..data.prompt_sets import SUFFIX
+from ..data.splits import check_split, split_of
 from ..verify.text import sentence_spans
 
-HELD_OUT_FRACTION = 10  # one title in ten is held out (by hash: the same on every machine)
-EVAL_SETS = ("bio", "objects", "summaries")
-EVAL_SEEDS = (0, 1, 2)
-EVAL_SET_SIZE = 400  # titles drawn by each evaluation set and seed, all excluded
+EXAMPLE_SPLITS = ("train", "dev")  # trained on, measured on
 
 PROMPTS = {
     "bio": "Tell me a bio of {}.",
@@ -55,31 +51,14 @@ class MemoryExample:
         return asdict(self)
 
 
-@functools.lru_cache(maxsize=1)
-def evaluation_titles() -> frozenset[str]:
-    """Every title the evaluation prompt sets draw (three seeds, 400 each): never trained on."""
-    titles = set()
-    for name in EVAL_SETS:
-        for seed in EVAL_SEEDS:
-            titles.update(r["topic"] for r in prompt_set(name, EVAL_SET_SIZE, seed, suffix=None))
-    return frozenset(titles)
-
-
-def split(title: str) -> str:
-    """"eval" (an evaluation set's title), "held_out" (the benchmark's), else "train"."""
-    if title in evaluation_titles():
-        return "eval"
-    digest = int(hashlib.sha256(f"memory-reader:{title}".encode("utf-8")).hexdigest(), 16)
-    return "held_out" if digest % HELD_OUT_FRACTION == 0 else "train"
-
-
 def _usable(entry: dict) -> bool:
     return len(entry.get("extract", "")) >= 200 and entry.get("topic") != "Uncategorized"
 
 
 def titles_of(which: str) -> list[str]:
-    """The usable titles of one split ("train" or "held_out"), sorted."""
-    return sorted(t for t, e in wiki.summaries().items() if _usable(e) and split(t) == which)
+    """The usable titles of split `which` ("train", "dev" or "test"), sorted."""
+    check_split(which)
+    return sorted(t for t, e in wiki.summaries().items() if _usable(e) and split_of(t) == which)
 
 
 def _answer(title: str, rng: random.Random, covered_chars: int, max_chars: int) -> str | None:
@@ -111,8 +90,8 @@ def build_examples(n: int, seed: int, which: str, covered_chars, units=(1, 1, 2,
     and M decide it); units: the unit counts drawn from; no_answer: the share of examples whose
     memory holds only distractors.
     """
-    if which not in ("train", "held_out"):
-        raise ValueError(f"which={which!r} must be 'train' or 'held_out'")
+    if which not in EXAMPLE_SPLITS:
+        raise ValueError(f"which={which!r} must be one of {EXAMPLE_SPLITS}: no example is built from the test split")
     titles = titles_of(which)
     if len(titles) < 8:
         raise ValueError(f"only {len(titles)} titles in the {which!r} split: too few to build examples from")

@@ -238,13 +238,10 @@ def train_memory_adapter(out_dir: Path, cfg: MemoryTrainConfig, progress: bool =
     for p in model.parameters():
         p.requires_grad_(False)
 
-    chars = covered_chars(tokenizer, cfg)
-    train_ex = build_examples(cfg.examples, cfg.seed, "train", chars, tuple(cfg.units), cfg.no_answer)
-    held_ex = build_examples(cfg.held_out, cfg.seed + 1, "held_out", chars, tuple(cfg.units), cfg.no_answer) \
-        if cfg.held_out else []
+    train_ex, held_ex = training_examples(tokenizer, cfg)
     write_jsonl(out_dir / "train.jsonl", [e.to_dict() for e in train_ex])
     write_jsonl(out_dir / "held_out.jsonl", [e.to_dict() for e in held_ex])
-    data_sha = _sha_rows(train_ex)
+    data_sha = examples_sha256(train_ex)
     settings = {**asdict(cfg), "train_sha256": data_sha}
 
     student = Student(model, tokenizer, cfg)
@@ -314,7 +311,8 @@ def train_memory_adapter(out_dir: Path, cfg: MemoryTrainConfig, progress: bool =
         "base": {"model": cfg.model, "weights_sha256": weights_fingerprint(base_folder) if base_folder else None},
         "unit_tokens": cfg.unit_tokens, "start_token": cfg.start_token,
         "lora": {"rank": cfg.rank, "alpha": cfg.alpha, "targets": list(cfg.targets)},
-        "data": {"source": "embedded Wikipedia summaries (evaluation sets' and held-out titles excluded)",
+        "data": {"source": "embedded Wikipedia summaries: train split (ewe/data/splits.py); measured on dev",
+                 "splits": {"train": "train", "held_out": "dev"},
                  "train_examples": len(train_ex), "held_out_examples": len(held_ex), "train_sha256": data_sha},
         "settings": settings, "steps": total,
         "final_loss": round(statistics.mean(h["loss"] for h in last), 4) if last else None,
@@ -327,7 +325,17 @@ def train_memory_adapter(out_dir: Path, cfg: MemoryTrainConfig, progress: bool =
     return manifest
 
 
-def _sha_rows(rows: list[MemoryExample]) -> str:
+def training_examples(tokenizer, cfg: MemoryTrainConfig) -> tuple[list[MemoryExample], list[MemoryExample]]:
+    """The examples `cfg` trains on (train split) and measures before and after (dev split)."""
+    chars = covered_chars(tokenizer, cfg)
+    train_ex = build_examples(cfg.examples, cfg.seed, "train", chars, tuple(cfg.units), cfg.no_answer)
+    held_ex = build_examples(cfg.held_out, cfg.seed + 1, "dev", chars, tuple(cfg.units), cfg.no_answer) \
+        if cfg.held_out else []
+    return train_ex, held_ex
+
+
+def examples_sha256(rows: list[MemoryExample]) -> str:
+    """The data hash a manifest records ("train_sha256"): what the weights were trained on."""
     import hashlib
 
     h = hashlib.sha256()
