@@ -1,4 +1,4 @@
-"""`ewe eval prompts | score | compare | table | run | critics`: prompt sets, scoring results files, paired
+"""`ewe eval prompts | score | claims | compare | table | run | critics`: prompt sets, scoring results files, paired
 differences, whole comparisons, and the Critics benchmark."""
 from __future__ import annotations
 
@@ -35,6 +35,38 @@ def _print_table(summaries: list[dict]) -> None:
               f"{'-' if s.get('refine_tokens') is None else format(s['refine_tokens'], '.1f'):>8}")
 
 
+def _scorer_options(args, command: str) -> dict:
+    """--scorer and, for openai, the endpoint it asks (built here, so a bad URL fails before any work)."""
+    if args.scorer != "openai":
+        if args.endpoint or args.model:
+            raise SystemExit(f"ewe eval {command}: --endpoint and --model are for --scorer openai")
+        return {"scorer": args.scorer}
+    if not (args.endpoint and args.model):
+        raise SystemExit(f"ewe eval {command}: --scorer openai needs --endpoint URL (an OpenAI-compatible API, "
+                         f"e.g. http://localhost:8000/v1) and --model NAME")
+    from .veriscore_openai import build
+
+    return {"scorer": "openai", "claim_checker": build(args.endpoint, args.model, api_key_env=args.api_key_env)}
+
+
+def _print_k(k_by_dataset: dict, given: bool = False) -> None:
+    how = "given by --K" if given else "the median claim count of the answers scored, as VeriScore sets it"
+    print("K (" + how + "): " + ", ".join(f"{ds} {k}" for ds, k in k_by_dataset.items()))
+
+
+def _add_scorer_arguments(parser) -> None:
+    from .claim_checkers import DEFAULT_SCORER, SCORERS
+
+    parser.add_argument("--scorer", choices=SCORERS, default=DEFAULT_SCORER,
+                        help="atomic: spaCy atomic claims, checked by the scorer's own verdict; rules: the loop-style "
+                             "rule splitter and the eval config's checker (figures before the atomic scorer); openai: "
+                             "VeriScore's prompts on --endpoint (ewe/eval/claim_checkers.py)")
+    parser.add_argument("--endpoint", help="--scorer openai: base URL of an OpenAI-compatible API")
+    parser.add_argument("--model", help="--scorer openai: the model name to ask")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="--scorer openai: environment variable holding the API key (unset: no key sent)")
+
+
 def cmd_prompts(args) -> int:
     from ..data.prompt_sets import SUFFIX, prompt_set, write_prompts
 
@@ -52,9 +84,32 @@ def cmd_score(args) -> int:
     from .harness import score_files
 
     result = score_files([Path(r) for r in args.results], Path(args.out), eval_config=args.eval_config,
-                         dataset=args.dataset, K=args.K, use_articles=not args.no_articles)
+                         dataset=args.dataset, K=args.K, use_articles=not args.no_articles,
+                         **_scorer_options(args, "score"))
     _print_table(result["summaries"])
+    _print_k(result["K"], given=args.K is not None)
     print(f"report: {result['report'].get('index.html', args.out)}")
+    return 0
+
+
+def cmd_claims(args) -> int:
+    from .claim_agreement import agreement, atomic_extract, read_labels, summary
+
+    try:
+        rows = read_labels(Path(args.labels))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"ewe eval claims: {e}") from None
+    results = agreement(rows, atomic_extract)
+    for r in results[: args.show]:
+        print(f"\n{r.id}: {len(r.extracted)} extracted, {len(r.labelled)} labelled, {len(r.pairs)} matched")
+        for c in r.missed:
+            print(f"  missed:    {c}")
+        for c in r.unmatched:
+            print(f"  unmatched: {c}")
+    s = summary(results)
+    print(f"\n{s['answers']} answers, {s['labelled_claims']} labelled claims, {s['extracted_claims']} extracted: "
+          f"count off by {100 * s['count_error']:.1f}% per answer (mean absolute; target <= 20%), recall of the "
+          f"labelled claims {s['recall']:.3f} (target >= 0.85), extracted claims matched {s['precision']:.3f}")
     return 0
 
 
@@ -111,10 +166,12 @@ def cmd_run(args) -> int:
                               seed=args.seed, suffix=None if args.no_suffix else SUFFIX, split=args.split,
                               eval_config=args.eval_config,
                               overrides=overrides, sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method,
-                              sweep_n=args.sweep_n, use_articles=not args.no_articles, pool=pool)
+                              sweep_n=args.sweep_n, use_articles=not args.no_articles, pool=pool,
+                              **_scorer_options(args, "run"))
     except (EvalError, RunError) as e:
         raise SystemExit(f"ewe eval run: {e}") from None
     _print_table(result["summaries"])
+    _print_k(result["K"])
     for row in result["sweeps"]:
         print(f"sweep {row['param']}={row['value']}: F1 {100 * row['f1']:.1f} (P {100 * row['precision']:.1f}, "
               f"R {100 * row['recall']:.1f}, n={row['n']})"
@@ -207,7 +264,15 @@ def add_eval_commands(sub) -> None:
     s.add_argument("--K", type=positive_int, help="claims needed for full recall (default: the median over the files)")
     s.add_argument("--eval-config", default=str(CONFIGS / "eval.yaml"), help="the checker to score with")
     s.add_argument("--no-articles", action="store_true", help="datastore evidence only, not the prompt's article")
+    _add_scorer_arguments(s)
     s.set_defaults(func=cmd_score)
+
+    a = which.add_parser("claims", help="the scorer's claim extractor against answers split into claims by hand "
+                                        "(tests/data/atomic_claims/): count difference and recall")
+    a.add_argument("labels", help="JSONL of hand-split answers (tests/data/atomic_claims/LABELLING.md)")
+    a.add_argument("--show", type=non_negative_int, default=0, help="print the missed and unmatched claims of the "
+                                                                    "first N answers")
+    a.set_defaults(func=cmd_claims)
 
     c = which.add_parser("compare", help="two methods' F1@K on the same prompts: the mean difference and a paired "
                                          "bootstrap interval")
@@ -247,6 +312,7 @@ def add_eval_commands(sub) -> None:
     r.add_argument("--sweep-method", default="ewe")
     r.add_argument("--sweep-n", type=positive_int, help="prompts per swept value (default: all of the first dataset)")
     add_ray_options(r)
+    _add_scorer_arguments(r)
     r.set_defaults(func=cmd_run)
 
     k = command_group(which, "critics", "the Critics benchmark: texts about held-out articles with known falsified "

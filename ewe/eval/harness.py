@@ -22,6 +22,7 @@ from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
 from ..data.prompt_sets import DEFAULT_SPLIT, SETS, SUFFIX, load_prompts, write_prompts
+from .claim_checkers import DEFAULT_SCORER
 from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_dataset, summarize
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -198,11 +199,12 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
              suffix: str | None = SUFFIX, split: str = DEFAULT_SPLIT, eval_config: str | Path = CONFIGS / "eval.yaml",
              overrides: dict | None = None, sweeps: dict[str, list] | None = None, sweep_method: str = "ewe",
              sweep_n: int | None = None, use_articles: bool = True, progress: bool = True,
-             loader: Loader | None = None, pool=None) -> dict:
+             loader: Loader | None = None, pool=None, scorer: str = DEFAULT_SCORER, claim_checker=None) -> dict:
     """Generate, score and report; returns {"summaries", "sweeps", "report"}.
 
     `pool`: an open RayPool (ewe/ray_pool.py, `ewe eval run --ray`): its workers generate (each
-    loading every method's model and datastore once); scoring stays in this process."""
+    loading every method's model and datastore once); scoring stays in this process. `scorer` names
+    the scorer (claim_checkers.SCORERS); `claim_checker` gives a built one (the OpenAI one)."""
     overrides = dict(overrides or {})
     configs = method_configs(methods, overrides)  # fail early
     for ds in datasets:
@@ -225,7 +227,8 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
         raise EvalError("prompts that could not run: " + "; ".join(failed) + ". The methods would be compared on "
                         "different prompt sets; fix or drop those prompts and rerun (finished ones are kept)")
 
-    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles, scorer=scorer,
+                    claim_checker=claim_checker)
     summaries, dataset_k = [], {}
     for ds in prompt_files:
         runs = {name: scorer.check_file(out / ds / f"{name}.jsonl", out / ds / f"{name}.details.jsonl", name, ds,
@@ -279,7 +282,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
 
 def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CONFIGS / "eval.yaml",
                 dataset: str = "custom", K: int | None = None, use_articles: bool = True, progress: bool = True,
-                loader: Loader | None = None) -> dict:
+                loader: Loader | None = None, scorer: str = DEFAULT_SCORER, claim_checker=None) -> dict:
     """`ewe eval score`: score results files (one method each, named by file stem) as one dataset."""
     names = [Path(r).stem for r in results]
     if len(set(names)) != len(names):
@@ -287,7 +290,8 @@ def score_files(results: list[Path], out: Path, *, eval_config: str | Path = CON
     for r in results:  # every file checked before the checker loads or --out is made
         read_results(Path(r))
     loader = loader or Loader()
-    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles)
+    scorer = Scorer(loader.runtime(EWEConfig.from_yaml(eval_config)), use_articles=use_articles, scorer=scorer,
+                    claim_checker=claim_checker)
     out.mkdir(parents=True, exist_ok=True)
     runs = {name: scorer.check_file(Path(r), out / f"{name}.details.jsonl", name, dataset, progress)
             for name, r in zip(names, results)}

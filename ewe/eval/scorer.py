@@ -14,6 +14,7 @@ next run, from the response they hold (no claim is checked again).
 from __future__ import annotations
 
 import statistics
+import sys
 from pathlib import Path
 
 from tqdm import tqdm
@@ -23,30 +24,48 @@ from ..files import read_jsonl
 from ..record_log import RecordLog
 from ..stats import decode_step_s, time_parts
 from ..verify.coverage import COVERAGE, CoverageMeter, default_meter, mean_coverage
-from ..verify.factchecker import FactChecker
 from ..verify.types import Evidence
+from .claim_checkers import DEFAULT_SCORER, SCORERS, AtomicClaims, RuleClaims, with_article
 from .defects import DEFECTS, mark_defects
-from .metric import DEDUP, WithArticle, check_response, count_fields, mark_duplicates, median_k, score
+from .metric import DEDUP, count_fields, mark_duplicates, median_k, score
 
 
 class Scorer:
-    """Checks responses with the Runtime's configured fact-checker (the checker section; evidence
-    from its datastore) and, with `use_articles`, the article a prompt's "topic" names. It never
-    generates, so the generator is loaded only if the checker itself asks a model. `coverage`:
-    measure each answer's coverage of its topic's article (independent of `use_articles`, which
-    only says whether the article is evidence for the claims); `coverage_meter` measures it (default:
-    the shared MiniLM, loaded on the first answer with an article)."""
+    """Checks responses with one of the scorers of claim_checkers.py (`scorer`: atomic, rules or
+    openai; `claim_checker` gives one ready-made, e.g. the OpenAI one with its endpoint), evidence
+    from the Runtime's datastore (its checker section's evidence_k passages per claim) and, with
+    `use_articles`, the article a prompt's "topic" names. It never generates, so the generator is
+    loaded only if the checker itself asks a model. `coverage`: measure each answer's coverage of
+    its topic's article (independent of `use_articles`, which only says whether the article is
+    evidence for the claims); `coverage_meter` measures it (default: the shared MiniLM, loaded on
+    the first answer with an article)."""
 
     def __init__(self, runtime, use_articles: bool = True, redundancy=None, coverage: bool = True,
-                 coverage_meter: CoverageMeter | None = None):
+                 coverage_meter: CoverageMeter | None = None, scorer: str = DEFAULT_SCORER, claim_checker=None):
         from ..judge.checker import shipped_judge
         from ..verify.redundancy import Redundancy
 
+        if scorer not in SCORERS:
+            raise ValueError(f"scorer {scorer!r}: expected one of {', '.join(SCORERS)}")
+        if scorer == "openai" and claim_checker is None:
+            raise ValueError("the openai scorer needs its endpoint: build it with veriscore_openai and pass it as "
+                             "claim_checker (ewe eval score --scorer openai --endpoint URL --model NAME)")
         self.runtime = runtime
         self.use_articles = use_articles
         self.redundancy = redundancy or Redundancy(shipped_judge)  # the shipped judge links claims that restate each other
         self.coverage = coverage
         self._coverage_meter = coverage_meter
+        self._claim_checker = claim_checker
+        self.scorer = claim_checker.name if claim_checker is not None else scorer
+
+    @property
+    def claim_checker(self):
+        """The scorer's ClaimChecker, built on first use (the rules and atomic ones from the eval
+        config's checker)."""
+        if self._claim_checker is None:
+            fc = self.runtime.fact_checker(need_evidence=False)
+            self._claim_checker = RuleClaims(fc) if self.scorer == "rules" else AtomicClaims(fc.checker, fc.k)
+        return self._claim_checker
 
     def coverage_fields(self, response: str, topic, sentences: list[dict]) -> dict:
         """{"coverage": the answer's coverage of its topic's article (None when the topic names no
@@ -64,12 +83,17 @@ class Scorer:
     @property
     def checker_name(self) -> str:
         cfg = self.runtime.config
-        return (f"{checker_signature(cfg)} (k={cfg.checker.evidence_k}"
+        return (f"{self.signature} (k={cfg.checker.evidence_k}"
                 f"{', article' if self.use_articles else ''})")
 
     @property
     def signature(self) -> str:
-        return checker_signature(self.runtime.config)
+        """What judges the claims: the loop-style checker signature for the rules scorer (so a method
+        that checks with that checker while it writes is marked self-graded), else the scorer and
+        its verdict."""
+        if self.scorer == "rules":
+            return checker_signature(self.runtime.config)
+        return self.claim_checker.signature
 
     def accuracy_note(self) -> str:
         """The scoring judge's balanced accuracy on the hand-labelled generated sentences, as its
@@ -87,34 +111,32 @@ class Scorer:
         return (f"{label}: balanced accuracy {rec['balanced_accuracy']:.3f} on {rec['n']} hand-labelled "
                 f"generated sentences ({rec['set']})")
 
-    def _checker_for(self, topic: str | None, source_only: bool = False) -> FactChecker:
-        """The checker for one prompt. source_only: the claims are checked against the article the
-        prompt gave (a summary's source) and nothing else, not what the datastore knows."""
+    def _evidence_for(self, topic: str | None, source_only: bool = False):
+        """Where one prompt's claims find their passages. source_only: the article the prompt gave
+        (a summary's source) and nothing else, not what the datastore knows."""
         if source_only and not (topic and topic in wiki.summaries()):
             raise ValueError(f'a prompt scored against its source ("score_against": "source") names no article of '
                              f'the embedded Wikipedia as its "topic" (got {topic!r})')
-        base = self.runtime.fact_checker(need_evidence=not source_only)
+        base = None if source_only else self.runtime.fact_checker(need_evidence=True).evidence
         article = None
         if (self.use_articles or source_only) and topic and topic in wiki.summaries():
             article = Evidence(text=wiki.passage(topic), title=topic, score=1.0, source_id=f"article:{topic}")
-        if article is None:
-            return base
-        evidence = WithArticle(None if source_only else base.evidence, article)
-        return FactChecker(base.checker, evidence=evidence, extractor=base.extractor,
-                           k=base.k, query_with_prompt=base.query_with_prompt, bind_subjects=base.bind_subjects)
+        return with_article(base, article)
 
     def check(self, row: dict, method: str, dataset: str) -> dict:
         """One result line -> its details line (claims, verdicts, counts; scores come later). A row
         with "score_against": "source" (the summaries set) is checked against its article only."""
         response = row.get("text", "")
-        checker = self._checker_for(row.get("topic"), row.get("score_against") == "source")
-        sentences = check_response(checker, response, row["prompt"]) if response.strip() else []
+        evidence = self._evidence_for(row.get("topic"), row.get("score_against") == "source")
+        sentences = (self.claim_checker.check(response, row["prompt"], evidence, row.get("topic"))
+                     if response.strip() else [])
         mark_duplicates(sentences, self.redundancy, row["prompt"])
         defects = mark_defects(sentences, row["prompt"], row.get("topic"))
         return {
             "id": str(row["id"]), "prompt": row["prompt"], "topic": row.get("topic"), "method": method,
-            "dataset": dataset, "response": response, "sentences": sentences, **count_fields(sentences),
-            **defects, **(self.coverage_fields(response, row.get("topic"), sentences) if self.coverage else {}),
+            "dataset": dataset, "scorer": self.scorer, "response": response, "sentences": sentences,
+            **count_fields(sentences), **defects,
+            **(self.coverage_fields(response, row.get("topic"), sentences) if self.coverage else {}),
             "stats": kept_stats(row),
         }
 
@@ -135,6 +157,7 @@ class Scorer:
     def check_file(self, results: Path, details: Path, method: str, dataset: str, progress: bool = True) -> list[dict]:
         """Check every response of `results` not yet in `details`; return all details lines."""
         rows = read_results(results)
+        set_aside_other_scorers(details, self.scorer)
         with RecordLog(details) as log:
             todo = [r for r in rows if str(r["id"]) not in log.done]
             for row in tqdm(todo, desc=f"checking {method}/{dataset}", unit="response", disable=not progress):
@@ -145,6 +168,25 @@ class Scorer:
         for d in kept:  # stats come from the results file, so details checked by an older ewe get today's keys
             d["stats"] = kept_stats(by_id[d["id"]])
         return kept
+
+
+def set_aside_other_scorers(details: Path, scorer: str) -> None:
+    """A details file checked by another scorer (lines before scorers were named: rules) is renamed
+    `<name>.<its scorer>.jsonl` beside it, kept whole, so this scorer starts its own file and the
+    two are never mixed in one score."""
+    if not details.exists():
+        return
+    scorers = {d.get("scorer", "rules") for _, d in read_jsonl(details) if isinstance(d, dict)}
+    if not scorers or scorers == {scorer}:
+        return
+    old = "+".join(sorted(scorers))
+    aside = details.with_name(f"{details.name.removesuffix('.jsonl')}.{old}.jsonl")
+    if aside.exists():
+        raise FileExistsError(f"{details}: checked by the {old} scorer, and {aside} (where it would be moved) exists; "
+                              f"move one of them, or score into another --out")
+    details.rename(aside)
+    print(f"ewe eval: {details} was checked by the {old} scorer; kept as {aside}, scoring with {scorer} anew",
+          file=sys.stderr)
 
 
 STATS_KEPT = ("method", "new_tokens", "decoded_tokens", "total_s", "pauses_retrieval", "pauses_verification",
