@@ -108,7 +108,7 @@ def test_in_loop_checker_is_known_per_method():
     assert in_loop_checker(EWEConfig.from_yaml("configs/streaming-vr.yaml")) == "judge:minilm-cross+rules"
     # by default the scorer is not the controller's checker: no method grades its own homework
     scorer = EWEConfig.from_yaml("configs/eval.yaml")
-    assert checker_signature(scorer) == "alignment+atomic" != in_loop_checker(ewe)
+    assert checker_signature(scorer) == "judge:scorer-cross+atomic" != in_loop_checker(ewe)
     judged = EWEConfig.build({"checker": {"backend": "ita", "ita_base": "judge"}})
     assert checker_signature(judged) == "ita(judge:minilm-cross)+rules"
 

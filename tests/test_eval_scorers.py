@@ -158,3 +158,37 @@ def test_labelled_answers_are_read_with_their_subject_and_checked(tmp_path):
     path.write_text(json.dumps({k: v for k, v in row.items() if k != "answer"}) + "\n")
     with pytest.raises(ValueError, match=r"l.jsonl:1: a labelled answer needs answer"):
         read_labels(path)
+
+
+def test_the_default_scorer_judges_with_its_own_judge_not_the_loops():
+    """Issue 73: the support decision shares no weights, threshold, veto or span rule with the
+    default loop's checker (configs/ewe.yaml)."""
+    from ewe.judge.checker import JudgeChecker, resolve
+
+    loop, scoring = EWEConfig.from_yaml("configs/ewe.yaml").checker, EWEConfig.from_yaml("configs/eval.yaml").checker
+    assert loop.veto == "contradiction" and scoring.veto == "none"
+    assert (loop.backend, scoring.backend) == ("judge", "judge") and loop.judge != scoring.judge == "scorer-cross"
+    manifest = json.loads((resolve("scorer-cross") / "manifest.json").read_text())
+    assert manifest["settings"]["init"] is None  # trained from the bare MiniLM, not from the loop's weights
+    assert manifest["weights_sha256"] != json.loads((resolve("minilm-cross") / "manifest.json").read_text())[
+        "weights_sha256"]
+    scorer = Scorer(Runtime(EWEConfig.from_yaml("configs/eval.yaml")))
+    checker = scorer.claim_checker
+    assert isinstance(checker, AtomicClaims) and isinstance(checker.verdicts, JudgeChecker)
+    assert checker.verdicts.name == "judge:scorer-cross" and scorer.signature == "atomic+judge:scorer-cross"
+    assert checker.verdicts.threshold == manifest["operating_point"]["threshold"]
+
+
+def test_the_scorer_judges_training_claims_come_from_train_split_sentences_only():
+    from ewe.data.splits import split_of
+    from ewe.eval.scorer_judge import atomic_training_claims
+
+    extract = "She was a Polish physicist. She was born in Warsaw in 1867. " * 4
+    titles = ["Marie Curie", "Ada Lovelace", "Alan Turing", "Niels Bohr", "Lise Meitner", "Emmy Noether"]
+    summaries = {t: {"title": t, "extract": extract} for t in titles}
+    rows = atomic_training_claims(summaries, n_articles=10, sentences_per_article=2)
+    train = {t for t in titles if split_of(t) == "train"}
+    assert rows and {r["title"] for r in rows} == train  # no dev or test article
+    assert all(r["label"] == "supported" and r["sentence_index"] in (0, 1) for r in rows)
+    first = [r["claim"] for r in rows if r["title"] == sorted(train)[0] and r["sentence_index"] == 1]
+    assert sorted(first) == sorted([f"{sorted(train)[0]} was born in Warsaw.", f"{sorted(train)[0]} was born in 1867."])

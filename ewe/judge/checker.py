@@ -24,7 +24,7 @@ from ..verify.types import NOT_ENOUGH_EVIDENCE, SUPPORTED, UNSUPPORTED, Claim, E
 from .model import LABELS, JudgeModel, JudgeSpec, base_fingerprint, load_tokenizer
 
 SHIPPED = Path(__file__).parent / "weights"
-SHIPPED_JUDGES = ("minilm-cross",)  # folders under SHIPPED (docs/JUDGE.md)
+SHIPPED_JUDGES = ("minilm-cross", "scorer-cross")  # folders under SHIPPED (docs/JUDGE.md)
 logger = logging.getLogger(__name__)
 
 
