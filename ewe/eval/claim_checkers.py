@@ -5,8 +5,8 @@
   checked against the datastore's passages for it plus the prompt's article.
 * `rules`: the checker the eval config builds (the loop's rule splitter and its checker),
   kept so figures scored before the atomic extractor can be reproduced and compared.
-* `openai`: VeriScore's own prompts on an OpenAI-compatible endpoint, against the same evidence
-  as `atomic`: not implemented yet (issue 73, item 4); the CLI says so.
+* `openai`: VeriScore's own prompts on an OpenAI-compatible endpoint (veriscore_openai.py),
+  against the same evidence as `atomic`.
 
 Every scorer writes the same per-sentence JSON (metric.check_response's), so duplicates,
 defects, coverage and the report read them all alike. A details line records the scorer that

@@ -44,11 +44,8 @@ def _scorer_options(args, command: str) -> dict:
     if not (args.endpoint and args.model):
         raise SystemExit(f"ewe eval {command}: --scorer openai needs --endpoint URL (an OpenAI-compatible API, "
                          f"e.g. http://localhost:8000/v1) and --model NAME")
-    try:
-        from .veriscore_openai import build
-    except ImportError:
-        raise SystemExit(f"ewe eval {command}: --scorer openai (VeriScore's prompts on an endpoint) is not "
-                         f"implemented yet (issue 73, item 4); use --scorer atomic or rules") from None
+    from .veriscore_openai import build
+
     return {"scorer": "openai", "claim_checker": build(args.endpoint, args.model, api_key_env=args.api_key_env)}
 
 
