@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 from pathlib import Path
 
 from ..data import wiki
@@ -42,13 +41,14 @@ def atomic_training_claims(summaries: dict, n_articles: int = 500, sentences_per
     labelled supported (each is stated by its sentence), with the sentence's index in the
     article as the judge data splits it."""
     from .atomic_facts import atomic_claims
+    from .claim_checkers import answer_subject
 
     titles = sorted(t for t, e in summaries.items() if split_of(t) == "train" and len(e.get("extract") or "") >= 200)
     rng = random.Random(seed)
     rows = []
     for title in rng.sample(titles, min(n_articles, len(titles))):
         sentences = split_sentences(" ".join(summaries[title]["extract"].split()))
-        subject = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip() or title
+        subject = answer_subject(title, "")
         for si, sentence in enumerate(sentences[:sentences_per_article]):
             for j, claim in enumerate(dict.fromkeys(c.text for c in atomic_claims(sentence, subject))):
                 rows.append({"id": f"atomic:{title}:{si}:{j}", "title": title, "claim": claim,
