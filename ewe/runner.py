@@ -229,6 +229,7 @@ def _run(ewe, rows, input_path, log: RecordLog, force, show_trace, progress, def
     from tqdm import tqdm
 
     from .controller import render
+    from .version import code_version
 
     output = log.path
     check_same_config(output, ewe.config.model_dump(mode="json"), force)
@@ -250,7 +251,7 @@ def _run(ewe, rows, input_path, log: RecordLog, force, show_trace, progress, def
                 bar.update(1)
                 continue
             checks.add(row["id"], result)
-            log.append({**extra, **result})
+            log.append({**extra, **result, "code": code_version()})
             finished.append(result)
             if show_trace:
                 tqdm.write(f"\n== {row['id']}: {row['prompt']}\n{render(result['trace'])}\n{result['text']}\n")

@@ -53,3 +53,55 @@ def test_the_table_command_compares_each_method_with_the_best_baseline(tmp_path,
     assert "| ewe | 50.0 (50.0) | +" in table["markdown"] and "| 4.0 (5.0) | 0.00 | 0 | 2.0 |" in table["markdown"]
     assert "| ra | 60.0 (50.0) | – |" in table["markdown"]
     assert table["markdown"] in capsys.readouterr().out
+
+
+def _run_summary(tmp_path, generated: dict[str, list[str]], scored_at: str):
+    summaries = []
+    for m, commits in generated.items():
+        d = _details(tmp_path / "bio" / f"{m}.details.jsonl", [(4, 2)] * 4)
+        summaries.append({"method": m, "dataset": "bio", "n": 4, "K": 4, "f1": 0.5, "precision": 0.5,
+                          "claims_per_response": 4.0, "repeated_sentences_per_response": 0.0,
+                          "other_subject_credits": 0, "seconds_per_prompt": 1.0, "details": d, "generated_at": commits})
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"command": "ewe eval run --methods ra,ewe --out R", "scored_at": scored_at,
+                                "summaries": summaries}), encoding="utf-8")
+    return path
+
+
+def test_a_table_names_the_command_and_the_one_commit_that_made_it(tmp_path):
+    path = _run_summary(tmp_path, {"ra": ["abc123"], "ewe": ["abc123"]}, "abc123")
+    out = tmp_path / "t.json"
+    assert cli.main(["eval", "table", str(path), "--baseline", "ra", "--out", str(out)]) == 0
+    table = json.loads(out.read_text(encoding="utf-8"))
+    assert "Made by `ewe eval run --methods ra,ewe --out R` at commit `abc123`" in table["markdown"]
+    assert markdown(table) == table["markdown"]
+
+
+@pytest.mark.parametrize("generated,scored", [
+    ({"ra": ["abc123"], "ewe": ["abc123", "def456"]}, "def456"),  # resumed after a new commit
+    ({"ra": ["abc123"], "ewe": ["abc123"]}, "def456"),  # scored by other code
+    ({"ra": ["abc123+dirty"], "ewe": ["abc123+dirty"]}, "abc123+dirty"),  # uncommitted changes
+    ({"ra": ["unknown"], "ewe": ["abc123"]}, "abc123"),  # rows from before rows carried their commit
+])
+def test_a_table_from_several_versions_of_the_code_is_refused_unless_asked(tmp_path, generated, scored):
+    path = _run_summary(tmp_path, generated, scored)
+    out = tmp_path / "t.json"
+    with pytest.raises(SystemExit, match="more than one version of the code"):
+        cli.main(["eval", "table", str(path), "--baseline", "ra", "--out", str(out)])
+    assert not out.exists()
+    assert cli.main(["eval", "table", str(path), "--baseline", "ra", "--out", str(out), "--allow-mixed"]) == 0
+    assert "from several versions of the code" in json.loads(out.read_text(encoding="utf-8"))["markdown"]
+
+
+def test_rows_carry_the_commit_they_were_generated_at(tmp_path):
+    from ewe.eval.harness import code_of, generated_at
+    from ewe.version import code_version
+
+    here = code_version()
+    assert here["commit"] is None or len(here["commit"]) == 40
+    rows = [{"id": "a", "prompt": "p", "text": "t", "code": {"commit": "f" * 40, "dirty": False}},
+            {"id": "b", "prompt": "p", "text": "t", "code": {"commit": "e" * 40, "dirty": True}},
+            {"id": "c", "prompt": "p", "text": "t"}]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert generated_at(tmp_path / "r.jsonl") == ["eeeeeeeeeeee+dirty", "ffffffffffff", "unknown"]
+    assert code_of({"code": here}) != ""

@@ -62,6 +62,8 @@ def test_run_writes_answers_traces_and_a_summary(setup, capsys):
     assert [r["id"] for r in rows] == ["p0", "p1", "p2"] and rows[0]["topic"] == "person 0"
     assert all(r["text"] == f"{A} {B_RIGHT} {C}" for r in rows)
     assert all(any(e["type"] == "backtrack" for e in r["trace"]) for r in rows)
+    from ewe.version import code_version
+    assert all(r["code"] == code_version() for r in rows)  # the commit each answer was written at
     summary = json.loads(out.with_name("results.jsonl.summary.json").read_text())
     assert summary["prompts"] == 3 and summary["backtracks"] == 3 and summary["failed_checks"] == 3
     assert "backtracks 3" in capsys.readouterr().out

@@ -3,6 +3,7 @@ differences, whole comparisons, and the Critics benchmark."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -139,7 +140,7 @@ def cmd_table(args) -> int:
     if not Path(args.summary).is_file():
         raise SystemExit(f"ewe eval table: {args.summary}: no such summary file (ewe eval run writes OUT/summary.json)")
     try:
-        table = write(Path(args.summary), args.baseline.split(","), Path(args.out))
+        table = write(Path(args.summary), args.baseline.split(","), Path(args.out), allow_mixed=args.allow_mixed)
     except (ValueError, FileNotFoundError) as e:
         raise SystemExit(f"ewe eval table: {e}") from None
     print(table["markdown"], end="")
@@ -167,6 +168,7 @@ def cmd_run(args) -> int:
                               eval_config=args.eval_config,
                               overrides=overrides, sweeps=_sweeps(args.sweep), sweep_method=args.sweep_method,
                               sweep_n=args.sweep_n, use_articles=not args.no_articles, pool=pool,
+                              command=shlex.join(["ewe", *args.argv]),
                               **_scorer_options(args, "run"))
     except (EvalError, RunError) as e:
         raise SystemExit(f"ewe eval run: {e}") from None
@@ -292,6 +294,9 @@ def add_eval_commands(sub) -> None:
     t.add_argument("--baseline", default="ra-1,ra,ra-4", help="comma-separated methods; the best of them per dataset is "
                                                           "what the others are compared with")
     t.add_argument("--out", required=True, help="JSON file: the figures and the Markdown table")
+    t.add_argument("--allow-mixed", action="store_true",
+                   help="make the table even if the run's rows come from several commits or uncommitted code "
+                        "(refused otherwise); its caption names every commit")
     t.set_defaults(func=cmd_table)
 
     r = which.add_parser("run", help="run methods on prompt sets, score and report (resumable)")

@@ -21,6 +21,7 @@ from ..methods.registry import method_class
 from ..runtime import Runtime
 from ..files import atomic_write, write_json, write_jsonl
 from ..runner import run as run_prompts
+from ..version import code_version
 from ..data.prompt_sets import DEFAULT_SPLIT, SETS, SUFFIX, load_prompts, write_prompts
 from .claim_checkers import DEFAULT_SCORER
 from .scorer import Scorer, apply_scores, in_loop_checker, read_results, score_dataset, summarize
@@ -169,6 +170,20 @@ def guidance(row: dict) -> list[dict] | None:
     return events or None
 
 
+def code_of(row: dict) -> str:
+    """The commit a results row was generated at ("+dirty": with uncommitted changes; "unknown":
+    written by an ewe before rows carried it, or outside a git checkout)."""
+    code = row.get("code") or {}
+    if not code.get("commit"):
+        return "unknown"
+    return code["commit"][:12] + ("+dirty" if code.get("dirty") else "")
+
+
+def generated_at(results: Path) -> list[str]:
+    """Every commit the rows of a results file were generated at (one, for a table's figures)."""
+    return sorted({code_of(r) for r in read_results(results)})
+
+
 def attach_run_sentences(details: list[dict], results: Path) -> list[dict]:
     """Put each response's `run_sentences` and `guidance` (from its line of `results`) into its
     details line, fresh on every run, like the stats: details checked by an older ewe get them too."""
@@ -199,12 +214,15 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
              suffix: str | None = SUFFIX, split: str = DEFAULT_SPLIT, eval_config: str | Path = CONFIGS / "eval.yaml",
              overrides: dict | None = None, sweeps: dict[str, list] | None = None, sweep_method: str = "ewe",
              sweep_n: int | None = None, use_articles: bool = True, progress: bool = True,
-             loader: Loader | None = None, pool=None, scorer: str = DEFAULT_SCORER, claim_checker=None) -> dict:
+             loader: Loader | None = None, pool=None, scorer: str = DEFAULT_SCORER, claim_checker=None,
+             command: str | None = None) -> dict:
     """Generate, score and report; returns {"summaries", "sweeps", "report"}.
 
     `pool`: an open RayPool (ewe/ray_pool.py, `ewe eval run --ray`): its workers generate (each
     loading every method's model and datastore once); scoring stays in this process. `scorer` names
-    the scorer (claim_checkers.SCORERS); `claim_checker` gives a built one (the OpenAI one)."""
+    the scorer (claim_checkers.SCORERS); `claim_checker` gives a built one (the OpenAI one).
+    `command`: the command line that made the run, recorded in summary.json with the commit that
+    scored it, so a table made from it names both (eval/table.py)."""
     overrides = dict(overrides or {})
     configs = method_configs(methods, overrides)  # fail early
     for ds in datasets:
@@ -242,6 +260,7 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
             loop = in_loop_checker(configs[name])
             s["in_loop_checker"] = loop or "-"
             s["self_graded"] = loop == scorer.signature
+            s["generated_at"] = generated_at(out / ds / f"{name}.jsonl")
             summaries.append(s)
 
     sweep_rows = []
@@ -273,7 +292,8 @@ def run_eval(methods: list[str], datasets: list[str], out: Path, *, n: int = 30,
 
     report = write_report(summaries, out / "report", sweeps=sweep_rows or None, scorer_note=scorer.accuracy_note())
     efficiency = {ds: vr_efficiency([s for s in summaries if s["dataset"] == ds]) for ds in prompt_files}
-    result = {"summaries": summaries, "sweeps": sweep_rows, "K": dataset_k, "scorer": scorer.accuracy_note(),
+    result = {"command": command, "scored_at": code_of({"code": code_version()}),
+              "summaries": summaries, "sweeps": sweep_rows, "K": dataset_k, "scorer": scorer.accuracy_note(),
               "vr_efficiency": {ds: e for ds, e in efficiency.items() if e is not None},
               "report": {k: str(v) for k, v in report.items()}}
     write_json(out / "summary.json", result)

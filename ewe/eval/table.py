@@ -26,14 +26,21 @@ DEFECT_KEYS = ("off_subject_claims_per_response", "loop_sentences", "meta_senten
 COVERAGE_COLUMN = "coverage of the article (answers)"
 
 
-def build(summary_path: Path, baselines: list[str]) -> dict:
+class MixedCodeError(ValueError):
+    """A run whose rows were generated or scored at more than one commit, or with uncommitted code."""
+
+
+def build(summary_path: Path, baselines: list[str], allow_mixed: bool = False) -> dict:
     """Rows per dataset: every method's figures, and its paired F1 difference to the dataset's
     best baseline (the baseline with the highest F1@K on that dataset)."""
     summary = json.loads(Path(summary_path).read_text(encoding="utf-8"))
+    made_by = provenance(summary, summary_path, allow_mixed)
     rows_by_ds: dict[str, list[dict]] = {}
     for s in summary["summaries"]:
         rows_by_ds.setdefault(s["dataset"], []).append(s)
     out = {"source": str(summary_path), "baselines": baselines, "datasets": {}}
+    if made_by is not None:
+        out["made_by"] = made_by
     for ds, rows in rows_by_ds.items():
         base = [r for r in rows if r["method"] in baselines]
         if not base:
@@ -54,6 +61,33 @@ def build(summary_path: Path, baselines: list[str]) -> dict:
             table.append(row)
         out["datasets"][ds] = {"best_baseline": best["method"], "rows": table}
     return out
+
+
+def provenance(summary: dict, summary_path, allow_mixed: bool = False) -> dict | None:
+    """The command and the commits that made a run's figures (harness.run_eval records them), or
+    None for a run made before they were recorded. One commit, clean, for generation and scoring,
+    or a MixedCodeError: a table stitched from several versions of the code is refused unless
+    `allow_mixed`, and then says so in its caption."""
+    if "scored_at" not in summary:
+        return None
+    generated = sorted({c for s in summary["summaries"] for c in s.get("generated_at", ["unknown"])})
+    commits = sorted(set(generated) | {summary["scored_at"]})
+    mixed = len(commits) > 1 or any(c == "unknown" or c.endswith("+dirty") for c in commits)
+    if mixed and not allow_mixed:
+        raise MixedCodeError(
+            f"{summary_path}: its figures come from more than one version of the code (generated at "
+            f"{', '.join(generated)}; scored at {summary['scored_at']}); rerun it at one commit with no uncommitted "
+            "changes into a new --out, or pass --allow-mixed to make the table anyway (its caption says so)")
+    return {"command": summary.get("command"), "generated_at": generated, "scored_at": summary["scored_at"],
+            "mixed": mixed}
+
+
+def caption(made_by: dict) -> str:
+    command = f"`{made_by['command']}`" if made_by.get("command") else "`ewe eval run`"
+    if not made_by["mixed"]:
+        return f"Made by {command} at commit `{made_by['scored_at']}`; the table by `ewe eval table` of its summary."
+    return (f"Made by {command}, **from several versions of the code**: generated at "
+            f"{', '.join(f'`{c}`' for c in made_by['generated_at'])}, scored at `{made_by['scored_at']}`.")
 
 
 def _details(summary_path: Path, row: dict) -> Path:
@@ -94,6 +128,8 @@ def markdown(table: dict) -> str:
                 *(_defects(r) if defects else []),
                 f"{r['seconds_per_prompt']:.1f} |"]))
         lines.append("")
+    if table.get("made_by"):
+        lines += [caption(table["made_by"]), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -108,8 +144,8 @@ def _defects(row: dict) -> list[str]:
             str(row.get("meta_sentences", "–"))]
 
 
-def write(summary_path: Path, baselines: list[str], out: Path) -> dict:
-    table = build(summary_path, baselines)
+def write(summary_path: Path, baselines: list[str], out: Path, allow_mixed: bool = False) -> dict:
+    table = build(summary_path, baselines, allow_mixed)
     table["markdown"] = markdown(table)
     atomic_write(out, json.dumps(table, indent=1) + "\n")
     return table
