@@ -95,6 +95,18 @@ def test_flash_is_never_chosen_where_it_cannot_run():
         flash.memory_attention_flash(query, key, value, memory, mask, scale)
 
 
+@pytest.mark.parametrize("field", ["temperature", "lse_scale"])
+def test_flash_refuses_apes_read_out_which_it_does_not_compute(field):
+    """Forced `attention_impl: flash` with APE's temperature or lse scale is an error, not plain eq. 1."""
+    import dataclasses
+
+    query, key, value, memory, scale = flash_case(2)
+    ape = dataclasses.replace(memory, **{field: 0.5})
+    assert not flash.supports(query, key, value, ape, None)
+    with pytest.raises(ValueError, match="eq. 1 only, not APE's read-out"):
+        memory_attention_states(query, key, value, ape, scale, torch_state)
+
+
 def test_auto_prefers_flash_for_prefill_and_for_decode_of_many_rows_only():
     """Without split-KV on Hopper, a decode of few rows would leave most of the GPU idle."""
     key = torch.empty(1, 8, 10, 4)

@@ -6,8 +6,9 @@ and rewinds); for a method without pauses it is the plain batched decoding every
 Reported: wall seconds for the whole set each way (medians over repeats), answer tokens per
 second, the ratio, and how many rows wrote exactly what they write alone (greedy: all of them,
 or the ratio compares different work and says so), and the KV cache bytes copied for rows other
-than the one joining, leaving or written back (engine/session.py COPIES: 0 for the continuous batch's
-slot cache, engine/slots.py, whose buffers, when outgrown, copy every row once: reported apart).
+than the one joining, leaving or written back (engine/copies.py COPIES, counted where each copy is
+made: session.py's re-selected batches, and the slot cache's outgrown buffers and rows moved into
+free slots, which are also shown apart).
 """
 from __future__ import annotations
 
@@ -97,7 +98,8 @@ def run_batch_bench(args, load_ewe) -> int:
     for name in runs:
         print(f"{name:<14}{med[name]:>10.1f}{tokens[name]:>9}{tokens[name] / med[name]:>10.2f}")
     mb = {name: c["other_rows"] / 2**20 for name, c in copied.items()}
-    print(f"KV cache copied for other rows than the one joining, leaving or written back: "
+    print(f"KV cache copied for other rows than the one joining, leaving or written back (outgrown buffers and "
+          f"moved rows included): "
           f"{mb['batched']:.1f} MiB batched ({copied['batched']['other_rows'] / max(1, tokens['batched']) / 1024:.0f} KiB "
           f"per answer token), {mb['one by one']:.1f} MiB one by one; the rows' own: "
           f"{copied['batched']['own_rows'] / 2**20:.1f} and {copied['one by one']['own_rows'] / 2**20:.1f} MiB; "

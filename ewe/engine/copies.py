@@ -2,13 +2,15 @@
 
 
 class CacheCopies:
-    """Bytes of KV cache the batch operations copy (`ewe bench batch` reports them): `other_rows`,
-    rows copied because another row left (session.py's batches: a branch's candidates that stopped
-    leave, the rows that stay are selected anew); `own_rows`, a row taken out of the continuous
-    batch's slots or written back (engine/slots.py), and a joining row's own cache; `grown`, every
+    """Bytes of KV cache the batch operations copy (`ewe bench batch` reports them), counted where
+    the copy is made. `other_rows`: every copy of a row other than the one joining, leaving or
+    written back, on either path: session.py's batches (a branch's candidates that stopped leave,
+    the rows that stay are selected anew) and the slots' `grown` and `moved` below. `own_rows`: a
+    row taken out of the continuous batch's slots or written back (engine/slots.py), and a joining
+    row's own cache. The slots' two copies of other rows, also counted on their own: `grown`, every
     row copied when the slot buffers are outgrown (rare: they double); `moved`, a row moved down
-    into a slot left free that no joining row took (slots.py: once, instead of attending over the
-    hole at every step)."""
+    into a slot left free that no joining row took (once, instead of attending over the hole at
+    every step)."""
 
     def __init__(self):
         self.reset()

@@ -145,7 +145,9 @@ class SlotSession:
             slots = self.cache.slots * GROWTH if slot >= self.cache.slots else self.cache.slots
             slots = max(slots, slot + 1)
             positions = max(self.cache.positions * GROWTH, length) if length > self.cache.positions else self.cache.positions
-            COPIES.grown += sum(self.cache.bytes(self.lengths[s]) for s in self.order)
+            grown = sum(self.cache.bytes(self.lengths[s]) for s in self.order)
+            COPIES.grown += grown
+            COPIES.other_rows += grown
             for layer in self.cache.layers:
                 layer.resize(slots, positions)
         while len(self.lengths) <= slot:
@@ -246,6 +248,7 @@ class SlotSession:
             layer.key_buffer[slot, :, :length] = layer.key_buffer[source, :, :length]
             layer.value_buffer[slot, :, :length] = layer.value_buffer[source, :, :length]
         COPIES.moved += self.cache.bytes(length)
+        COPIES.other_rows += self.cache.bytes(length)
         self.lengths[slot], self.tokens[slot], self.memories[slot] = length, self.tokens[source], self.memories[source]
         self.lengths[source], self.tokens[source], self.memories[source] = 0, [], None
         self.memory.move(source, slot)

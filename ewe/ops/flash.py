@@ -143,6 +143,10 @@ def memory_attention_states(query: Tensor, key: Tensor, value: Tensor, memory: L
     returns [B, Q, Hq, D] in query's dtype. The context is plain causal over each row's first
     ctx_lengths[b] keys ([B] int32), or over all L when ctx_lengths is None.
     """
+    if not memory.is_eq1:  # the merge below is eq. 1's; APE's read-out would be computed wrong, silently
+        raise ValueError(f"memory attention through flash-attention computes eq. 1 only, not APE's read-out "
+                         f"(memory.temperature={memory.temperature}, memory.lse_scale={memory.lse_scale}); "
+                         "use attention_impl auto or fused")
     B, Hq, Q, _ = query.shape
     q = query.transpose(1, 2)
     out_c, lse_c = state(q, key.transpose(1, 2), value.transpose(1, 2), scale, Q > 1, ctx_lengths)
