@@ -247,8 +247,9 @@ class SlotSession:
         for layer in self.cache.layers:
             layer.key_buffer[slot, :, :length] = layer.key_buffer[source, :, :length]
             layer.value_buffer[slot, :, :length] = layer.value_buffer[source, :, :length]
-        COPIES.moved += self.cache.bytes(length)
-        COPIES.other_rows += self.cache.bytes(length)
+        moved = self.cache.bytes(length)
+        COPIES.moved += moved
+        COPIES.other_rows += moved
         self.lengths[slot], self.tokens[slot], self.memories[slot] = length, self.tokens[source], self.memories[source]
         self.lengths[source], self.tokens[source], self.memories[source] = 0, [], None
         self.memory.move(source, slot)
