@@ -29,7 +29,7 @@ memory = rt.new_memory()
 if args.units:
     memory.add([passage(t) for t in BENCH_TITLES[: args.units]], pool="retrieval")
 state = memory.state() if args.units else None
-offset = ewe.config.memory.unit_tokens if args.units else 0
+offset = ewe.config.memory.context_offset(bool(args.units))
 ids = torch.tensor([ewe.prompt_ids(BENCH_PROMPT)])
 reserve = args.steps + 8
 sessions = {

@@ -17,7 +17,6 @@ import torch
 from ewe import EWE
 from ewe.data import wiki
 from ewe.data.prompt_sets import prompt_set
-from ewe.memory.working_memory import MemoryState
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 16])
@@ -29,8 +28,6 @@ ewe = EWE.from_config("configs/ewe.yaml")
 rt = ewe.runtime
 memory = rt.new_memory()
 memory.add([wiki.passage(r["topic"]) for r in prompt_set("bio", 4, suffix=None)])
-one_row = memory.state()
-offset = rt.config.memory.unit_tokens
 
 print(f"decode step cost, embedded model ({next(rt.model.parameters()).dtype}), {args.context} context tokens, "
       f"threads {torch.get_num_threads()}, median of {args.repeats}")
@@ -38,8 +35,8 @@ print(f"{'memory':<8}{'rows':>5}{'ms/step':>10}{'ms/row':>9}{'vs 1 row':>10}")
 for units in (4, 0):
     sessions = {}
     for rows in args.rows:
-        state = MemoryState.stack([one_row] * rows) if units else None
-        session = rt.session(state, offset if units else 0)
+        state = memory.state(rows) if units else None
+        session = rt.session(state, rt.config.memory.context_offset(bool(units)))
         session.prefill(torch.randint(100, 1000, (rows, args.context)))
         sessions[rows] = session
     times = {rows: [] for rows in args.rows}

@@ -63,6 +63,15 @@ class MemoryConfig(Settings):
     encoder_cache_units: int = Field(256, ge=0, le=100_000, description="encoded units kept for reuse")
     reencode_context: bool = Field(False, description="re-prefill the context when memory changes")
 
+    def context_offset(self, reads_memory: bool | None = None) -> int:
+        """Where an answer's context positions start: after the unit_tokens positions each unit is
+        encoded at, when the answer reads memory, so no context token shares a unit's position; 0
+        when it reads none. None: whenever a pool has room (a controlled answer, whose memory fills
+        while it decodes)."""
+        if reads_memory is None:
+            reads_memory = bool(self.retrieval_units + self.feedback_units + self.subject_units)
+        return self.unit_tokens if reads_memory else 0
+
 
 class RetrievalConfig(Settings):
     source: str | None = Field(

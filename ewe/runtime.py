@@ -16,7 +16,8 @@ from .config import ConfigError, DecodingConfig, EWEConfig
 from .engine import DecodingSession, Sampler, TokenLoop
 from .engine.watch import answer_watchers
 from .errors import InputError
-from .memory import MemoryState, UnitEncoder, WorkingMemory
+from .memory import UnitEncoder, WorkingMemory
+from .ops import MemoryState
 from .result import GenerationResult
 from .retrieval.in_prompt import PASSAGE_FORMATS
 from .stats import PlainStats
@@ -328,7 +329,7 @@ class Runtime:
         text_rows = [[] for _ in prompts]
         if self.config.retrieval.in_prompt:
             text_rows, rows = rows, [[] for _ in prompts]
-        offset = self.config.memory.unit_tokens if any(rows) else 0
+        offset = self.config.memory.context_offset(any(rows))
         ids = self.prepare(prompts, dec.system_prompt, dec.max_new_tokens, text_rows, offset)
 
         memories = []

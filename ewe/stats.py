@@ -8,8 +8,38 @@ Seconds are wall-clock, rounded to 0.1 ms. Tokens: `new_tokens` are the answer's
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
+
+
+class Timings:
+    """One answer's wall seconds by part, added to by the parts that spend them (memory refresh,
+    checks, the repeat guard, a method's stages) and read once by the result that reports them.
+    The parts are named up front, so a misspelt part is an error rather than a new, unreported one."""
+
+    def __init__(self, parts: Iterable[str]):
+        self._seconds = dict.fromkeys(parts, 0.0)
+
+    def add(self, part: str, seconds: float) -> None:
+        if part not in self._seconds:
+            raise KeyError(f"no time part {part!r} (parts: {', '.join(self._seconds)})")
+        self._seconds[part] += seconds
+
+    @contextmanager
+    def timed(self, part: str) -> Iterator[None]:
+        """Add the seconds the block takes to `part` (when it completes)."""
+        t0 = time.perf_counter()
+        yield
+        self.add(part, time.perf_counter() - t0)
+
+    def __getitem__(self, part: str) -> float:
+        return self._seconds[part]
+
+    def as_fields(self, digits: int = 4) -> dict[str, float]:
+        """{part + "_s": seconds}, rounded as stats are."""
+        return {f"{k}_s": round(v, digits) for k, v in self._seconds.items()}
 
 
 class _Stats(Mapping):

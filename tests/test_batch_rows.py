@@ -254,7 +254,7 @@ def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
 
 
 def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
-    from ewe.controller.controlled_run import answer_loop, memory_offset
+    from ewe.controller.controlled_run import answer_loop
     from ewe.controller.rows import ControlledRows
     from ewe.engine import Request
 
@@ -271,7 +271,7 @@ def test_a_row_that_cannot_start_fails_alone_and_the_batch_goes_on():
     done, failed = {}, {}
     waiting = [Request(run.prompt, run=run, on_done=lambda r, i=i: done.__setitem__(i, r),
                        on_error=lambda e, i=i: failed.__setitem__(i, e)) for i, run in enumerate(runs)]
-    loop = answer_loop(rt, dec, rt.session(None, memory_offset(rt.config)), loop=ContinuousLoop)
+    loop = answer_loop(rt, dec, rt.session(None, rt.config.memory.context_offset()), loop=ContinuousLoop)
     loop.run_fed(ControlledRows(lambda n: [waiting.pop(0) for _ in range(min(n, len(waiting)))]), 2)
     assert sorted(done) == [0, 2] and list(failed) == [1] and "no such passage" in str(failed[1])
     alone = controlled(False).generate(["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous."])

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from ewe.engine import DecodingSession, Sampler, decode
-from ewe.memory import MemoryState, UnitEncoder, WorkingMemory
+from ewe.memory import UnitEncoder, WorkingMemory
+from ewe.ops import MemoryState
 from ewe.modeling import patch_model
 from tiny import left_padded, tiny_model, tiny_tokenizer
 

@@ -188,7 +188,8 @@ def test_a_static_cache_fixed_shape_step_decodes_on_flash_as_the_dynamic_cache(f
     from test_static_cache import M, PASSAGES, greedy, prompt_ids, sessions
     from tiny import left_padded, tiny_model, tiny_tokenizer
 
-    from ewe.memory import MemoryState, UnitEncoder
+    from ewe.memory import UnitEncoder
+    from ewe.ops import MemoryState
     from ewe.modeling import patch_model
 
     model = tiny_model(layers=2)

@@ -3,7 +3,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from ewe.memory import MemoryPool, MemoryState, MemoryUnit, UnitEncoder, WorkingMemory, unit_id
+from ewe.memory import MemoryPool, MemoryUnit, UnitEncoder, WorkingMemory, unit_id
+from ewe.ops import MemoryState
 from tiny import tiny_model, tiny_tokenizer
 
 PASSAGES = [

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 from ewe.controller.memory_refresh import MemoryRefresh
 from ewe.controller.trace import Trace
+from ewe.stats import Timings
 
 
 class Units:
@@ -24,7 +25,7 @@ class Units:
 
 def refresh(subject, person=False):
     runtime = SimpleNamespace(new_memory=Units, config=SimpleNamespace(memory=SimpleNamespace(unit_text="passage")))
-    return MemoryRefresh(runtime, Trace(), {"encode": 0.0, "retrieve": 0.0}, subject, person=person)
+    return MemoryRefresh(runtime, Trace(), Timings(("encode", "retrieve")), subject, person=person)
 
 
 OWN = {"form": "refuting", "title": "Spirited Away", "text": "Spirited Away is a 2001 film by Hayao Miyazaki."}

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from ewe.controller import SentenceTracker
 from ewe.engine import DecodingSession
 from ewe.errors import RunError
-from ewe.memory import MemoryState, UnitEncoder
+from ewe.memory import UnitEncoder
+from ewe.ops import MemoryState
 from ewe.modeling import patch_model
 from ewe.record_log import RecordLog, finished_ids
 from ewe.tokens import chat_ids, prompt_ids, text_ids, text_ids_many

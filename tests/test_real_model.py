@@ -34,7 +34,7 @@ def _nll(ewe, prompt, target, passages):
         memory.add(passages)
     prompt_ids = ewe.prompt_ids(prompt)
     target_ids = ewe.tokenizer(target, add_special_tokens=False)["input_ids"]
-    offset = ewe.config.memory.unit_tokens if passages else 0
+    offset = ewe.config.memory.context_offset(bool(passages))
     session = DecodingSession(ewe.model, memory.state() if passages else None, offset)
     logits = [session.prefill(torch.tensor([prompt_ids]))]
     for tok in target_ids[:-1]:

@@ -7,7 +7,6 @@ import torch
 from test_batch_rows import _rows
 from tiny import tiny_ewe
 
-from ewe.controller.rows import memory_offset
 from ewe.engine.session import COPIES, cache_bytes
 from ewe.engine.slots import SlotSession
 
@@ -17,7 +16,7 @@ ATOL = 1e-4  # float32: the batch attends over masked positions, alone over exac
 def _setup():
     ewe = tiny_ewe()
     ids, states = _rows(ewe)
-    return ewe, ids, ewe.runtime.session(None, memory_offset(ewe.config)), states
+    return ewe, ids, ewe.runtime.session(None, ewe.config.memory.context_offset()), states
 
 
 class Alone:

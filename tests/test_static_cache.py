@@ -9,7 +9,8 @@ import torch
 
 from ewe.engine import DecodingSession
 from ewe.engine.static_cache import PreallocatedCache
-from ewe.memory import MemoryState, UnitEncoder
+from ewe.memory import UnitEncoder
+from ewe.ops import MemoryState
 from ewe.modeling import patch_model
 from tiny import left_padded, tiny_model, tiny_tokenizer
 

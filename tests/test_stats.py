@@ -7,7 +7,7 @@ from scripted import ScriptedChecker, text_script
 from test_controller import B_WRONG, PROMPT, corrected_by_feedback, make
 
 from ewe.result import GenerationResult
-from ewe.stats import (A2RStats, CoVeStats, ControlledStats, PlainStats, VerifyRefineStats, decode_step_s,
+from ewe.stats import (A2RStats, CoVeStats, ControlledStats, PlainStats, Timings, VerifyRefineStats, decode_step_s,
                        in_decode_steps, time_parts)
 
 PLAIN = dict(prompt_tokens=5, new_tokens=3, memory_units=1, memory_bytes=64, retrieve_encode_s=0.1,
@@ -77,3 +77,19 @@ def test_plain_decoding_breaks_its_time_down_and_other_methods_say_they_do_not()
     assert parts == {"retrieval + encoding": 0.1, "prefill": 0.2, "decode": 0.3}
     assert sum(parts.values()) == pytest.approx(PLAIN["total_s"])
     assert time_parts({"method": "cove", "total_s": 1.0}) is None
+
+
+def test_timings_add_to_named_parts_and_refuse_a_misspelt_one():
+    t = Timings(("retrieve", "check"))
+    t.add("retrieve", 0.25)
+    with t.timed("check"):
+        pass
+    t.add("check", 0.5)
+    assert t["retrieve"] == 0.25 and 0.5 <= t["check"] < 1.0
+    assert list(t.as_fields()) == ["retrieve_s", "check_s"] and t.as_fields()["retrieve_s"] == 0.25
+    with pytest.raises(KeyError, match="'retreive'.*retrieve, check"):
+        t.add("retreive", 0.1)
+    with pytest.raises(RuntimeError):
+        with t.timed("retrieve"):
+            raise RuntimeError("a failed part adds nothing")
+    assert t["retrieve"] == 0.25

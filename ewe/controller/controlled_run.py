@@ -23,6 +23,7 @@ from ..engine.actions import or_else
 from ..engine.watch import answer_watchers
 from ..judge.checker import shipped_judge
 from ..result import GenerationResult
+from ..stats import Timings
 from ..tokens import line_break_ids, text_ids
 from ..verify.degenerate import no_answer
 from ..verify.prompt_subject import subject_of
@@ -63,8 +64,8 @@ class ControlledRun(Hook):
         self.removed = 0  # tokens cut from the answer by backtracks (what retries cost besides candidates)
         # wall time by part (stats.time_parts): "check" is every check, pause and candidate; the others
         # with "check_" split it (claim extraction, evidence search, judge) or name the candidates' share
-        self.seconds = dict.fromkeys(("retrieve", "encode", "check", "repeats", "rewrite", "check_candidates",
-                                      "check_extract", "check_search", "check_judge"), 0.0)
+        self.timings = Timings(("retrieve", "encode", "check", "repeats", "rewrite", "check_candidates",
+                                "check_extract", "check_search", "check_judge"))
         self.retrieved: list[dict] = []
         self.initial_passages = passages
         self.banned = BanFirstTokens(self.tracker, runtime.config.controller.min_answer_tokens)  # after `drop`: first tokens of the dropped sentences
@@ -79,16 +80,16 @@ class ControlledRun(Hook):
         # (None: any), which sentences are about something else (why_no_answer)
         self.subject = subject_of(prompt)
         subject_name = self.subject.name if self.subject else None
-        self.refresh = MemoryRefresh(runtime, self.trace, self.seconds, subject_name,
+        self.refresh = MemoryRefresh(runtime, self.trace, self.timings, subject_name,
                                      person=bool(self.subject and self.subject.person))
         self.memory = self.refresh.units
         # which claims the answer already holds (the shipped judge, loaded on first use)
         self.repeat_guard = RepeatGuard(Redundancy(shipped_judge), getattr(fact_checker, "extractor", None), prompt,
-                                        subject_name, self.tracker, self.checks, self.seconds)
+                                        subject_name, self.tracker, self.checks, self.timings)
         # the memory's version (refresh.version) that each answer token was sampled under:
         # a greedy retry under the same memory as its attempt would write that attempt again
         self.sampled_under: dict[int, int] = {}
-        self.sentence_checks = SentenceChecks(fact_checker, prompt, self.seconds)
+        self.sentence_checks = SentenceChecks(fact_checker, prompt, self.timings)
 
     # -- backtracking --------------------------------------------------------------------
 
@@ -235,7 +236,7 @@ class ControlledRun(Hook):
             placed += [f["text"] for f in feedback if f["form"] != "instruction" and f["text"] not in placed]
 
         def judge(found: list[Attempt], decoded: int, seconds: float):
-            self.seconds["rewrite"] += seconds
+            self.timings.add("rewrite", seconds)
             return self._judge_round(found, decoded, round_, start, history, feedback, repeats, context, in_prompt,
                                      placed)
 
@@ -552,7 +553,7 @@ class ControlledRun(Hook):
         elif self.initial_passages:
             self.refresh.add(self.initial_passages, "retrieval", [{"title": "given"}] * len(self.initial_passages),
                             "given passages")
-        self.offset = memory_offset(rt.config)
+        self.offset = rt.config.memory.context_offset()
         [ids] = rt.prepare([self.prompt], dec.system_prompt, dec.max_new_tokens, [text_passages], self.offset)
         self.prompt_len = len(ids)
         self.retry_sampler = None
@@ -569,12 +570,6 @@ class ControlledRun(Hook):
         return ids
 
 ROOM_FOR_A_SENTENCE = 24  # tokens: an end is refused only with this many left in max_new_tokens (no sentence cut off)
-
-
-def memory_offset(config) -> int:
-    """Where an answer's context positions start: after the memory's unit positions, if it has any."""
-    mem = config.memory
-    return mem.unit_tokens if mem.retrieval_units + mem.feedback_units + mem.subject_units else 0
 
 
 def answer_loop(runtime, dec, session, records: list | None = None, hooks: list | None = None,

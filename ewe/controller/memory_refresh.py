@@ -21,12 +21,12 @@ from ..verify.types import Evidence
 
 
 class MemoryRefresh:
-    """One answer's memory (`units`, a MemoryState) and the searches that fill it; `seconds` is the
-    run's time breakdown ("retrieve", "encode" are added here); `session` the decoding session that
+    """One answer's memory (`units`, a WorkingMemory) and the searches that fill it; `timings` is the
+    run's time breakdown (stats.Timings: "retrieve" and "encode" are added here); `session` the decoding session that
     reads the memory (None before decoding starts)."""
 
-    def __init__(self, runtime, trace, seconds: dict, subject: str | None, person: bool = False):
-        self.runtime, self.trace, self.seconds, self.subject = runtime, trace, seconds, subject
+    def __init__(self, runtime, trace, timings, subject: str | None, person: bool = False):
+        self.runtime, self.trace, self.timings, self.subject = runtime, trace, timings, subject
         self.same = same_person if person else same_subject  # a person's namesakes told apart (verify/subject.py)
         self.units = runtime.new_memory()
         self.version = 0
@@ -68,7 +68,7 @@ class MemoryRefresh:
             if pool == "feedback":  # the checker's evidence is cut to the unit size on purpose
                 warnings.simplefilter("ignore")  # passages (given or retrieved) keep their truncation warning
             change = self.units.add(texts, pool=pool, meta=meta)
-        self.seconds["encode"] += time.perf_counter() - t0
+        self.timings.add("encode", time.perf_counter() - t0)
         return change
 
     def add_feedback(self, feedback: list[dict]) -> None:
@@ -97,7 +97,7 @@ class MemoryRefresh:
         t0 = time.perf_counter()
         hits = ds.search([prompt], k=self.runtime.config.retrieval.top_k + cap)[0]
         article = find_article(ds, self.subject, self.person, hits, prompt)
-        self.seconds["retrieve"] += time.perf_counter() - t0
+        self.timings.add("retrieve", time.perf_counter() - t0)
         if article is None:
             self.trace.add("subject", name=self.subject, found=False)
             return None
@@ -149,7 +149,7 @@ class MemoryRefresh:
         else:
             hits = self.runtime.retrieve([query])[0]
         t1 = time.perf_counter()
-        self.seconds["retrieve"] += t1 - t0
+        self.timings.add("retrieve", t1 - t0)
         found = [h.to_dict() for h in hits]
         hits, off = self.about_subject(hits)
         if into_prompt:

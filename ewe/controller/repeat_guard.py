@@ -5,8 +5,6 @@ answer so far).
 """
 from __future__ import annotations
 
-import time
-
 from ..verify.redundancy import Redundancy, sentence_repeats, text_repeats
 from ..verify.types import SUPPORTED
 
@@ -14,12 +12,12 @@ from ..verify.types import SUPPORTED
 class RepeatGuard:
     """The answer's earlier claims, read from the checks already made (`checks`: (start, text) ->
     check event) or, for sentences never checked, from `unverified_claims` or their text; its
-    seconds go to `seconds["repeats"]`."""
+    seconds go to the run's timings, part "repeats"."""
 
     def __init__(self, redundancy: Redundancy, extractor, prompt: str, subject: str | None, tracker,
-                 checks: dict, seconds: dict):
+                 checks: dict, timings):
         self.redundancy, self.extractor, self.prompt, self.subject = redundancy, extractor, prompt, subject
-        self.tracker, self.checks, self.seconds = tracker, checks, seconds
+        self.tracker, self.checks, self.timings = tracker, checks, timings
         self.unverified_claims: dict[tuple[int, str], list[str]] = {}
 
     def earlier_claims(self, start: int) -> list[str]:
@@ -41,26 +39,21 @@ class RepeatGuard:
         """Why `text` at token `start` adds nothing to the answer before it ([] when it adds
         something), and its claims: for text that has no check of its own to read claims from.
         `cut_off`: the unfinished last sentence."""
-        t0 = time.perf_counter()
-        found = text_repeats(self.redundancy, self.extractor, text, self.tracker.decode(0, start), self.prompt,
-                             self._earlier_texts(start), self.earlier_claims(start), cut_off)
-        self.seconds["repeats"] += time.perf_counter() - t0
-        return found
+        with self.timings.timed("repeats"):
+            return text_repeats(self.redundancy, self.extractor, text, self.tracker.decode(0, start), self.prompt,
+                                self._earlier_texts(start), self.earlier_claims(start), cut_off)
 
     def sentence_repeats(self, start: int, text: str, check) -> list[dict]:
         """Why the checked sentence at `start` adds nothing to the answer so far; [] when it adds something."""
-        t0 = time.perf_counter()
-        found = sentence_repeats(self.redundancy, text, [c.text for c in check.claims], self._earlier_texts(start),
-                                 self.earlier_claims(start), self.subject, self.prompt)
-        self.seconds["repeats"] += time.perf_counter() - t0
-        return found
+        with self.timings.timed("repeats"):
+            return sentence_repeats(self.redundancy, text, [c.text for c in check.claims], self._earlier_texts(start),
+                                    self.earlier_claims(start), self.subject, self.prompt)
 
     def new_supported(self, start: int, check) -> int:
         """Supported claims of a candidate's check that the answer before `start` does not already hold."""
         claims = [v.claim.text for v in check.verdicts if v.label == SUPPORTED]
         if not claims:
             return 0
-        t0 = time.perf_counter()
-        novel = self.redundancy.novel(claims, self.earlier_claims(start), self.subject)
-        self.seconds["repeats"] += time.perf_counter() - t0
+        with self.timings.timed("repeats"):
+            novel = self.redundancy.novel(claims, self.earlier_claims(start), self.subject)
         return sum(1 for s in novel if s is None)

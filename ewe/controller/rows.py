@@ -9,7 +9,7 @@ import time
 from typing import Callable
 
 from ..engine import ContinuousLoop, Hook, Request, RowFeed, TokenLoop
-from .controlled_run import ControlledRun, answer_budget, answer_loop, memory_offset
+from .controlled_run import ControlledRun, answer_budget, answer_loop
 from .sentence_checks import check_all
 
 
@@ -93,7 +93,7 @@ def start_rows(runtime, dec, take: Callable[[int], list[Request]], capacity: int
     rows write what they write one by one. Each `step_fed()` decodes one step. `hooks` see every
     row before the rows' own (the engine's abort)."""
     check_rows(runtime.config)
-    loop = answer_loop(runtime, dec, runtime.session(None, memory_offset(runtime.config)), loop=ContinuousLoop)
+    loop = answer_loop(runtime, dec, runtime.session(None, runtime.config.memory.context_offset()), loop=ContinuousLoop)
     feed = ControlledRows(take)
     loop.start_fed(feed, capacity, hooks=[*hooks, RowChecks(feed)])
     return loop

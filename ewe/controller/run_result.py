@@ -20,7 +20,7 @@ def run_result(run, loop, t_start: float, row: int = 0,
         unchecked.cut_off_tail(run)
     t, finish = run.tracker, loop.reasons[row]
     total = time.perf_counter() - t_start
-    sec = run.seconds
+    sec = run.timings
     prefill_s, decode_s, rewind_s = (now - then for now, then in
                                      zip((loop.prefill_s, loop.decode_s, loop.rewind_s), since))
     measured = (prefill_s + decode_s + rewind_s + sec["retrieve"] + sec["encode"] + sec["check"]

@@ -8,11 +8,11 @@ import time
 
 
 class SentenceChecks:
-    """`seconds` is the run's time breakdown: "check" gets every check, "check_candidates" the
+    """`timings` is the run's time breakdown (stats.Timings): "check" gets every check, "check_candidates" the
     candidates' share, and "check_extract" / "check_search" / "check_judge" the checker's parts."""
 
-    def __init__(self, checker, prompt: str, seconds: dict):
-        self.checker, self.prompt, self.seconds = checker, prompt, seconds
+    def __init__(self, checker, prompt: str, timings):
+        self.checker, self.prompt, self.timings = checker, prompt, timings
         self.prefetched: dict[tuple[str, str], object] = {}  # (sentence, context) -> its check, done in a batch
 
     def check(self, text: str, context: str, candidate: bool = False):
@@ -24,12 +24,12 @@ class SentenceChecks:
             seconds = time.perf_counter() - t0
         else:  # its share of the batch that checked it
             seconds = (getattr(check, "timings", None) or {}).get("total", 0.0)
-        self.seconds["check"] += seconds
+        self.timings.add("check", seconds)
         if candidate:
-            self.seconds["check_candidates"] += seconds
+            self.timings.add("check_candidates", seconds)
         timings = getattr(check, "timings", None) or {}
         for part, key in (("extract", "check_extract"), ("search", "check_search"), ("check", "check_judge")):
-            self.seconds[key] += timings.get(part, 0.0)
+            self.timings.add(key, timings.get(part, 0.0))
         return check
 
     def check_together(self, items: list[tuple[str, str]]) -> None:

@@ -3,7 +3,7 @@
 Each layer's memory keys and values live in buffers [slots, Hkv, positions, D]; a slot's row
 holds its units from position 0, with a bias of 0 on them and -inf after, and log(k + 1) for its
 k units. A row that joins, leaves, or refreshes its memory writes its own slot only: before, the
-batch's memory was stacked anew from every row's (`MemoryState.stack`) at each of those events.
+batch's memory was stacked anew from every row's at each of those events.
 Attention reads slots 0..n-1 as one `MemoryState` of views, nothing copied, up to the last
 position any of them holds (the room left for a refresh's units is not read).
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ..ops.layer_memory import LayerMemory
+from ..ops.layer_memory import LayerMemory, MemoryState
 from .copies import COPIES
 
 GROWTH = 2
@@ -138,7 +138,6 @@ class SlotMemory:
 
     def whole_state(self):
         """Every slot over every position as one MemoryState: the same tensors whatever the slots hold."""
-        from ..memory.working_memory import MemoryState  # (deferred: memory imports the engine's encoder)
 
         return MemoryState([LayerMemory(k, v, self.bias, self.bounds, self.log_w, *self.readout)
                             for k, v in zip(self.keys, self.values)], self.bounds)
@@ -148,7 +147,6 @@ class SlotMemory:
         """Slots 0..n-1 as one batch's MemoryState (views); None when none of them holds a unit."""
         if self.bias is None or not any(self.bounds[s] for s in range(min(n, len(self.bounds)))):
             return None
-        from ..memory.working_memory import MemoryState  # (deferred: memory imports the engine's encoder)
 
         if n > self.bias.shape[0]:
             self._grow(n, self.bias.shape[3])

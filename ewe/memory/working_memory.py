@@ -7,11 +7,9 @@ assembles, once per version, the per-layer tensors the patched attention reads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-import torch
-
-from ..ops import LayerMemory
+from ..ops import MemoryState
 from .encoder import UnitEncoder
 from .pools import MemoryPool
 from .units import MemoryUnit
@@ -126,87 +124,3 @@ class WorkingMemory:
         if rows not in self._states:
             self._states[rows] = MemoryState.from_rows([self.units] * rows, **self.readout)
         return self._states[rows]
-
-
-@dataclass
-class MemoryState:
-    """What the patched attention reads: the memory of each batch row, one `LayerMemory` per
-    layer (they share the bias, unit bounds, context weights and read-out). Built from unit
-    lists with `from_rows`; with no unit in any row there are no layers and attention runs
-    on the context alone (a row with no units still gets its log(1) = 0 context weight).
-    """
-
-    layers: list[LayerMemory]
-    unit_bounds: list[list[tuple[int, int]]]
-
-    @property
-    def is_empty(self) -> bool:
-        return not any(self.unit_bounds)
-
-    def layer(self, idx: int) -> LayerMemory:
-        return self.layers[idx]
-
-    def select_rows(self, rows: list[int]) -> "MemoryState":
-        """The memory of these batch rows only, in this order (rows that stopped leave a batch)."""
-        return MemoryState([m.select_rows(rows) for m in self.layers], [self.unit_bounds[r] for r in rows])
-
-    @classmethod
-    def stack(cls, rows: list["MemoryState | None"]) -> "MemoryState | None":
-        """One batch's memory from the one-row memories of its rows (None: a row reading none), as
-        `from_rows` would build it from their units: each row decoding with its own working memory."""
-        full = [r for r in rows if r is not None and not r.is_empty]
-        if not full:
-            return None
-        bounds = [r.unit_bounds[0] if r is not None else [] for r in rows]
-        n = max(r.layers[0].key.shape[2] for r in full)
-        totals = [b[-1][1] if b else 0 for b in bounds]
-        ref = full[0].layers[0]
-        log_w = LayerMemory.context_weight([len(b) for b in bounds], ref.key.device)
-        bias = None
-        if min(totals) < n:
-            bias = torch.zeros(len(rows), 1, 1, n, device=ref.key.device)
-            for i, t in enumerate(totals):
-                bias[i, ..., t:] = float("-inf")
-        layers = []
-        for li in range(len(full[0].layers)):
-            _, hkv, _, d = full[0].layers[li].key.shape
-            keys = ref.key.new_zeros((len(rows), hkv, n, d))
-            values = ref.value.new_zeros((len(rows), hkv, n, d))
-            for i, r in enumerate(rows):
-                if totals[i]:
-                    keys[i, :, :totals[i]] = r.layers[li].key[0, :, :totals[i]]
-                    values[i, :, :totals[i]] = r.layers[li].value[0, :, :totals[i]]
-            layers.append(LayerMemory(keys, values, bias, bounds, log_w, ref.temperature, ref.lse_scale))
-        return cls(layers, bounds)
-
-    @classmethod
-    def from_rows(cls, rows: list[list[MemoryUnit]], temperature: float = 1.0, lse_scale: float = 1.0) -> "MemoryState":
-        bounds, totals = [], []
-        for units in rows:
-            start, b = 0, []
-            for u in units:
-                b.append((start, start + u.num_tokens))
-                start += u.num_tokens
-            bounds.append(b)
-            totals.append(start)
-        n = max(totals)
-        if n == 0:
-            return cls([], bounds)
-        ref = next(u for units in rows for u in units)
-        log_w = LayerMemory.context_weight([len(b) for b in bounds], ref.keys.device)
-        n_layers, hkv, _, d = ref.keys.shape
-        shape = (len(rows), n_layers, hkv, n, d)
-        keys = ref.keys.new_zeros(shape)
-        values = ref.values.new_zeros(shape)
-        for r, units in enumerate(rows):
-            if units:
-                keys[r, :, :, : totals[r]] = torch.cat([u.keys for u in units], dim=2)
-                values[r, :, :, : totals[r]] = torch.cat([u.values for u in units], dim=2)
-        bias = None
-        if min(totals) < n:
-            bias = torch.zeros(len(rows), 1, 1, n, device=ref.keys.device)
-            for r, t in enumerate(totals):
-                bias[r, ..., t:] = float("-inf")
-        # one contiguous [B, Hkv, N, D] tensor per layer, so attention reads each without copies
-        return cls([LayerMemory(keys[:, i].contiguous(), values[:, i].contiguous(), bias, bounds, log_w,
-                                temperature, lse_scale) for i in range(n_layers)], bounds)

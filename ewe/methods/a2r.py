@@ -34,7 +34,7 @@ from pydantic import Field
 from ..settings import Settings
 from ..controller.trace import Trace
 from ..result import GenerationResult
-from ..stats import A2RStats
+from ..stats import A2RStats, Timings
 from ..verify.types import SUPPORTED
 from . import a2r_prompts as P
 from .calls import CheckedMethod, checked_spans, text_tokens, without_repeats
@@ -91,7 +91,7 @@ class _Run:
     def __init__(self, prompt: str):
         self.prompt = prompt
         self.trace = Trace()
-        self.seconds = {s: 0.0 for s in STAGES}
+        self.timings = Timings(STAGES)
         self.tokens = {"answer": 0, "feedback": 0}
 
 
@@ -111,7 +111,7 @@ class A2R(CheckedMethod):
     def _call(self, run: _Run, stage: str, text: str, dec, what: str):
         t0 = time.perf_counter()
         out = self.runtime.complete(text, dec, f"A2R {what}")
-        run.seconds[stage] += time.perf_counter() - t0
+        run.timings.add(stage, time.perf_counter() - t0)
         run.tokens[stage] += len(out.token_ids)
         run.trace.advance(len(out.token_ids) + int(out.finish_reason == "eos"))
         return out
@@ -170,7 +170,7 @@ class A2R(CheckedMethod):
         a.correctness = supported / a.claims if a.claims else 0.0
         a.citation_recall = recalled / a.sentences if a.sentences else 0.0
         a.citation_precision = precise / a.citations if a.citations else 0.0
-        run.seconds["assess"] += time.perf_counter() - t0
+        run.timings.add("assess", time.perf_counter() - t0)
         return a
 
     def _feedback(self, run: _Run, iteration: int, answer: str, docs: list[str], s: Assessment, dec) -> str:
@@ -191,7 +191,7 @@ class A2R(CheckedMethod):
             return list(passages), []
         t0 = time.perf_counter()
         [hits] = self.runtime.retrieve([run.prompt])
-        run.seconds["retrieve"] += time.perf_counter() - t0
+        run.timings.add("retrieve", time.perf_counter() - t0)
         return [h.text for h in hits], [h.to_dict() for h in hits]
 
     def run(self, prompt: str, dec, passages: list[str] | None = None) -> GenerationResult:
@@ -237,7 +237,7 @@ class A2R(CheckedMethod):
             scores=scores,
             final_scores=final.scores if final is not None else None,
             documents=len(docs),
-            **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
+            **run.timings.as_fields(),
             total_s=round(time.perf_counter() - t_start, 4),
         )
         token_ids, logprobs = list(out.token_ids), list(out.logprobs)

@@ -28,7 +28,7 @@ from pydantic import Field
 from ..settings import Settings
 from ..controller.trace import Trace
 from ..result import GenerationResult
-from ..stats import CoVeStats
+from ..stats import CoVeStats, Timings
 from ..verify.text import content_keys, split_sentences
 from . import cove_prompts as P
 from .calls import text_tokens, without_repeats
@@ -107,10 +107,10 @@ class CoVe(Method):
 
     def _call(self, run: "_Run", stage: str, text: str, dec, passages: list[str] | None = None):
         """Plain decoding of `text` (chat template applied), `passages` as memory units if given."""
-        offset = self.runtime.config.memory.unit_tokens if passages else 0
+        offset = self.runtime.config.memory.context_offset(bool(passages))
         t0 = time.perf_counter()
         out = self.runtime.complete(text, dec, f"CoVe {stage}", passages, offset)
-        run.seconds[stage] += time.perf_counter() - t0
+        run.timings.add(stage, time.perf_counter() - t0)
         n = len(out.token_ids) + int(out.finish_reason == "eos")  # the end token was decoded too
         run.tokens[stage] += n
         run.trace.advance(n)
@@ -161,7 +161,7 @@ class CoVe(Method):
             elif cfg.retrieval:
                 t0 = time.perf_counter()
                 [hits] = self.runtime.retrieve([question], k=cfg.top_k)
-                run.seconds["retrieve"] += time.perf_counter() - t0
+                run.timings.add("retrieve", time.perf_counter() - t0)
                 texts = [h.text for h in hits]
                 for h in hits:
                     retrieved.setdefault(h.id, h.to_dict())
@@ -219,7 +219,7 @@ class CoVe(Method):
             inconsistent=len(inconsistent),
             unclear=sum(1 for p in pairs if p["judgement"] == "unclear"),
             revised=final is not base,
-            **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
+            **run.timings.as_fields(),
             total_s=round(total, 4),
         )
         return GenerationResult(
@@ -241,5 +241,5 @@ class _Run:
 
     def __init__(self):
         self.trace = Trace()
-        self.seconds = {s: 0.0 for s in STAGES}
+        self.timings = Timings(STAGES)
         self.tokens = {s: 0 for s in STAGES if s != "retrieve"}

@@ -39,7 +39,7 @@ from ..controller.sentences import SentenceTracker
 from ..controller.trace import Trace, check_event
 from ..engine.actions import Hook, Rewind
 from ..result import GenerationResult
-from ..stats import VerifyRefineStats
+from ..stats import Timings, VerifyRefineStats
 from ..tokens import text_ids
 from ..verify.degenerate import no_answer
 from ..verify.prompt_subject import subject_of
@@ -81,7 +81,7 @@ class _Run:
         self.prompt = prompt
         self.subject = subject_of(prompt)  # what its sentences must be about (verify/prompt_subject.py)
         self.trace = Trace()
-        self.seconds = {s: 0.0 for s in STAGES}
+        self.timings = Timings(STAGES)
         self.decoded = 0  # generator tokens decoded, discarded ones included
         self.refine_tokens = 0
         self.checks = 0
@@ -113,7 +113,7 @@ class VerifyRefine(CheckedMethod):
         if passages is None and self.cfg.open_book:
             t0 = time.perf_counter()
             [found] = self.runtime.retrieve([run.prompt])
-            run.seconds["retrieve"] += time.perf_counter() - t0
+            run.timings.add("retrieve", time.perf_counter() - t0)
             hits = [h.to_dict() for h in found]
             passages = [h.text for h in found]
         return self.runtime.prompt_with_passages(run.prompt, list(passages or [])), hits
@@ -121,7 +121,7 @@ class VerifyRefine(CheckedMethod):
     def check_sentence(self, run: _Run, sentence: str, context: str, start: int | None = None):
         t0 = time.perf_counter()
         check = self.checker.check_sentence(sentence, context=context, prompt=run.prompt)
-        run.seconds["check"] += time.perf_counter() - t0
+        run.timings.add("check", time.perf_counter() - t0)
         run.checks += 1
         run.failed += int(check.needs_rewrite)
         run.trace.add("check", start_token=start, **check_event(check))
@@ -214,7 +214,7 @@ class VerifyRefine(CheckedMethod):
         """One plain, greedy model call on `text`, timed under `stage`."""
         t0 = time.perf_counter()
         out = self.runtime.complete(text, self.runtime.greedy(dec, max_new_tokens), f"{self.name} {stage}")
-        run.seconds[stage] += time.perf_counter() - t0
+        run.timings.add(stage, time.perf_counter() - t0)
         return out
 
     def _generate(self, run: _Run, gen_prompt: str, dec):
@@ -222,7 +222,7 @@ class VerifyRefine(CheckedMethod):
         rt = self.runtime
         t0 = time.perf_counter()
         [out] = rt.generate_plain([gen_prompt], [[]], dec)  # its request preparation refuses a prompt too long
-        run.seconds["generate"] += time.perf_counter() - t0
+        run.timings.add("generate", time.perf_counter() - t0)
         run.decoded += len(out.token_ids) + int(out.finish_reason == "eos")
         run.trace.step_to(run.decoded)
         run.trace.add("vr_answer", text=out.text, tokens=len(out.token_ids), finish_reason=out.finish_reason)
@@ -268,7 +268,7 @@ class VerifyRefine(CheckedMethod):
             checks=run.checks,
             failed_checks=run.failed,
             refined=run.refined,
-            **{f"{k}_s": round(v, 4) for k, v in run.seconds.items()},
+            **run.timings.as_fields(),
             total_s=round(time.perf_counter() - t_start, 4),
         )
         return GenerationResult(prompt=prompt, text=text, token_ids=token_ids, logprobs=logprobs, finish_reason=finish,
@@ -363,7 +363,7 @@ class VerifyRefine(CheckedMethod):
                          records=[live.tracker], hooks=[live, *answer_watchers(run.trace)],
                          budget=BUDGET_FACTOR * dec.max_new_tokens)
         loop.run(torch.tensor([ids]))
-        run.seconds["generate"] += loop.model_s
+        run.timings.add("generate", loop.model_s)
         t = live.tracker
         cut_off = t.unfinished()
         if cut_off and loop.reasons[0] != "eos" and self.tail_repeats(run, cut_off.text, t.decode(0, cut_off.start)):

@@ -1,4 +1,5 @@
-"""What one attention layer sees of the working memory.
+"""What the patched attention reads of the working memory: one `LayerMemory` per layer, and the
+`MemoryState` of a batch that holds them (built from memory units by `MemoryState.from_rows`).
 
 Units are stored back to back along the key axis, each keeping only its real tokens
 (padding is dropped when a unit is stored), so a batch row's memory is one segment of
@@ -58,3 +59,60 @@ class LayerMemory:
     @staticmethod
     def context_weight(num_units: list[int], device: torch.device | str = "cpu") -> torch.Tensor:
         return torch.tensor([math.log(k + 1) for k in num_units], dtype=torch.float32, device=device).view(-1, 1, 1, 1)
+
+
+@dataclass
+class MemoryState:
+    """What the patched attention reads: the memory of each batch row, one `LayerMemory` per
+    layer (they share the bias, unit bounds, context weights and read-out). Built from unit
+    lists with `from_rows`; with no unit in any row there are no layers and attention runs
+    on the context alone (a row with no units still gets its log(1) = 0 context weight).
+    """
+
+    layers: list[LayerMemory]
+    unit_bounds: list[list[tuple[int, int]]]
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(self.unit_bounds)
+
+    def layer(self, idx: int) -> LayerMemory:
+        return self.layers[idx]
+
+    def select_rows(self, rows: list[int]) -> "MemoryState":
+        """The memory of these batch rows only, in this order (rows that stopped leave a batch)."""
+        return MemoryState([m.select_rows(rows) for m in self.layers], [self.unit_bounds[r] for r in rows])
+
+    @classmethod
+    def from_rows(cls, rows: list[list], temperature: float = 1.0, lse_scale: float = 1.0) -> "MemoryState":
+        """Each batch row's units (memory/units.py MemoryUnit: keys and values [L, Hkv, n, D], num_tokens)
+        back to back, rows right-padded to the longest under a -inf bias."""
+        bounds, totals = [], []
+        for units in rows:
+            start, b = 0, []
+            for u in units:
+                b.append((start, start + u.num_tokens))
+                start += u.num_tokens
+            bounds.append(b)
+            totals.append(start)
+        n = max(totals)
+        if n == 0:
+            return cls([], bounds)
+        ref = next(u for units in rows for u in units)
+        log_w = LayerMemory.context_weight([len(b) for b in bounds], ref.keys.device)
+        n_layers, hkv, _, d = ref.keys.shape
+        shape = (len(rows), n_layers, hkv, n, d)
+        keys = ref.keys.new_zeros(shape)
+        values = ref.values.new_zeros(shape)
+        for r, units in enumerate(rows):
+            if units:
+                keys[r, :, :, : totals[r]] = torch.cat([u.keys for u in units], dim=2)
+                values[r, :, :, : totals[r]] = torch.cat([u.values for u in units], dim=2)
+        bias = None
+        if min(totals) < n:
+            bias = torch.zeros(len(rows), 1, 1, n, device=ref.keys.device)
+            for r, t in enumerate(totals):
+                bias[r, ..., t:] = float("-inf")
+        # one contiguous [B, Hkv, N, D] tensor per layer, so attention reads each without copies
+        return cls([LayerMemory(keys[:, i].contiguous(), values[:, i].contiguous(), bias, bounds, log_w,
+                                temperature, lse_scale) for i in range(n_layers)], bounds)

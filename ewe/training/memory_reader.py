@@ -39,7 +39,7 @@ from ..files import write_json, write_jsonl
 from ..memory.adapter import MANIFEST, SCOPES, weights_fingerprint
 from ..memory.encoder import unit_states, unit_token_ids
 from ..memory.units import MemoryUnit
-from ..memory.working_memory import MemoryState
+from ..ops import MemoryState
 from ..retrieval.in_prompt import PASSAGE_FORMATS
 from ..tokens import prompt_ids, text_ids
 from .checkpoint import Checkpoint
