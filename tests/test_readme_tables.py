@@ -105,3 +105,22 @@ def test_rows_carry_the_commit_they_were_generated_at(tmp_path):
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     assert generated_at(tmp_path / "r.jsonl") == ["eeeeeeeeeeee+dirty", "ffffffffffff", "unknown"]
     assert code_of({"code": here}) != ""
+
+
+def test_a_batched_method_shows_its_answers_time_and_the_runs_wall_time(tmp_path):
+    """A method that decodes 8 prompts at once writes each answer in ~8x its share of the machine:
+    where `ewe run` left its summary beside the results, the table shows both times."""
+    path = _run_summary(tmp_path, {"ra": ["abc123"], "ewe": ["abc123"]}, "abc123")
+    (tmp_path / "bio" / "ewe.jsonl.summary.json").write_text(json.dumps({"wall_s": 10.0, "this_run": 4}))
+    (tmp_path / "bio" / "ra.jsonl.summary.json").write_text(json.dumps({"wall_s": 6.0, "this_run": 3}))
+    out = tmp_path / "t.json"
+    assert cli.main(["eval", "table", str(path), "--baseline", "ra", "--out", str(out)]) == 0
+    table = json.loads(out.read_text(encoding="utf-8"))
+    assert "| s/answer | wall s/prompt |" in table["markdown"]
+    assert "| 1.0 | 2.5 |" in table["markdown"]  # ewe: total_s 1.0 per answer, 10 s over 4 prompts
+    assert "| 1.0 | 2.0 (last 3) |" in table["markdown"]  # ra resumed: its last generation wrote 3 of 4
+    assert markdown(table) == table["markdown"]
+    (tmp_path / "bio" / "ewe.jsonl.summary.json").unlink()
+    (tmp_path / "bio" / "ra.jsonl.summary.json").unlink()
+    assert cli.main(["eval", "table", str(path), "--baseline", "ra", "--out", str(out)]) == 0
+    assert "| s/prompt |" in json.loads(out.read_text(encoding="utf-8"))["markdown"]

@@ -99,15 +99,15 @@ def _break_at_newlines(doc):
     return doc
 
 
-def atomic_claims(text: str, subject: str | None = None) -> list[AtomicClaim]:
+def atomic_claims(text: str, subject: str | None = None, doc=None) -> list[AtomicClaim]:
     """The atomic claims of an answer, sentence by sentence, in order.
 
     `subject` is what the answer is about ("Marie Curie"): pronouns that refer to it become its
     name. Without a subject, pronouns stay as they are. A claim repeated within one sentence is
-    kept once."""
+    kept once. `doc`: the text's parse by `load_model()`, if the caller has it already."""
     if not text or not text.strip():
         return []
-    doc = load_model()(text)
+    doc = load_model()(text) if doc is None else doc
     resolver = PronounResolver.for_doc(doc, subject)
     found = []
     for index, sentence in enumerate(doc.sents):

@@ -120,6 +120,23 @@ def agreement(rows: list[dict], extract) -> list[AnswerAgreement]:
     return out
 
 
+def second_reader(rows: list[dict], other: list[dict]):
+    """An `extract` for `agreement` that answers with another reader's split of the same answers:
+    how close two readers come is what the extractor's figures can be read against. Every answer
+    of `rows` must be in `other`, with the same text."""
+    by_id = {str(r["id"]): r for r in other}
+    missing = [str(r["id"]) for r in rows if str(r["id"]) not in by_id]
+    if missing:
+        raise ValueError(f"the second reader's file lacks {len(missing)} of the answers, e.g. {missing[0]}")
+    changed = [str(r["id"]) for r in rows if by_id[str(r["id"])]["answer"] != r["answer"]]
+    if changed:
+        raise ValueError(f"the second reader split a different answer for {changed[0]} (and {len(changed) - 1} more)")
+    queued: dict[str, list[list[str]]] = {}  # answer text -> its rows' claims, in `rows` order (`agreement`'s)
+    for r in rows:
+        queued.setdefault(r["answer"], []).append(list(by_id[str(r["id"])]["claims"]))
+    return lambda answer, subject: queued[answer].pop(0)
+
+
 def atomic_extract(answer: str, subject: str | None) -> list[str]:
     """The scorer's claims, every one (repeats too, as the readers count them)."""
     from .atomic_facts import atomic_claims

@@ -82,8 +82,9 @@ class AtomicClaims:
 
     def check(self, response: str, prompt: str, evidence, topic=None) -> list[dict]:
         subject = answer_subject(topic, prompt)
-        doc_sentences = [s.text.strip() for s in load_model()(response).sents] if response.strip() else []
-        claims = atomic_claims(response, subject)
+        doc = load_model()(response) if response.strip() else None  # parsed once: sentences and claims
+        doc_sentences = [s.text.strip() for s in doc.sents] if doc is not None else []
+        claims = atomic_claims(response, subject, doc=doc)
         found = evidence.search([c.text for c in claims], self.k) if claims else []
         verdicts = self.verdicts.check_claims([Claim(c.text) for c in claims], found) if claims else []
         sentences = [{"text": s, "verdict": "not_checkable", "claims": []} for s in doc_sentences]

@@ -94,13 +94,14 @@ def cmd_score(args) -> int:
 
 
 def cmd_claims(args) -> int:
-    from .claim_agreement import agreement, atomic_extract, read_labels, summary
+    from .claim_agreement import agreement, atomic_extract, read_labels, second_reader, summary
 
     try:
         rows = read_labels(Path(args.labels))
+        extract = atomic_extract if args.reader is None else second_reader(rows, read_labels(Path(args.reader)))
     except (OSError, ValueError) as e:
         raise SystemExit(f"ewe eval claims: {e}") from None
-    results = agreement(rows, atomic_extract)
+    results = agreement(rows, extract)
     for r in results[: args.show]:
         print(f"\n{r.id}: {len(r.extracted)} extracted, {len(r.labelled)} labelled, {len(r.pairs)} matched")
         for c in r.missed:
@@ -108,9 +109,11 @@ def cmd_claims(args) -> int:
         for c in r.unmatched:
             print(f"  unmatched: {c}")
     s = summary(results)
-    print(f"\n{s['answers']} answers, {s['labelled_claims']} labelled claims, {s['extracted_claims']} extracted: "
+    by, theirs = ("extracted", "extracted claims") if args.reader is None else \
+        ("by the second reader", "the second reader's claims")
+    print(f"\n{s['answers']} answers, {s['labelled_claims']} labelled claims, {s['extracted_claims']} {by}: "
           f"count off by {100 * s['count_error']:.1f}% per answer (mean absolute; target <= 20%), recall of the "
-          f"labelled claims {s['recall']:.3f} (target >= 0.85), extracted claims matched {s['precision']:.3f}")
+          f"labelled claims {s['recall']:.3f} (target >= 0.85), {theirs} matched {s['precision']:.3f}")
     return 0
 
 
@@ -272,6 +275,8 @@ def add_eval_commands(sub) -> None:
     a = which.add_parser("claims", help="the scorer's claim extractor against answers split into claims by hand "
                                         "(tests/data/atomic_claims/): count difference and recall")
     a.add_argument("labels", help="JSONL of hand-split answers (tests/data/atomic_claims/LABELLING.md)")
+    a.add_argument("--reader", help="JSONL of the same answers split by a second reader: compared in place of the "
+                                    "extractor (how close two readers come)")
     a.add_argument("--show", type=non_negative_int, default=0, help="print the missed and unmatched claims of the "
                                                                     "first N answers")
     a.set_defaults(func=cmd_claims)

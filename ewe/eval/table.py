@@ -9,6 +9,12 @@ README carries that table between `<!-- table:NAME -->` and `<!-- /table:NAME --
 tests/test_readme_tables.py holds the two equal. Where the run measured coverage (the mean
 share of the subject's article the answers state, ewe.verify.coverage), a coverage column
 follows F1; tables of runs without it are unchanged.
+
+s/prompt is each answer's own time, start to end (its stats' total_s). A method that decodes
+several prompts at once as the rows of one batch (controller.batch_rows) takes longer per answer
+than its share of the machine, so where the run's results files have their summary beside them
+(`<method>.jsonl.summary.json`, written by `ewe run` and `ewe eval run`) the table shows both:
+"s/answer" (total_s) and "wall s/prompt" (the generation's wall time over the prompts it wrote).
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ COLUMNS = ("F1@K (P)", "vs best baseline, F1 (95% interval)", "claims/answer: un
 DEFECT_COLUMNS = ("off-subject claims/answer", "loop sentences", "meta sentences")
 DEFECT_KEYS = ("off_subject_claims_per_response", "loop_sentences", "meta_sentences")
 COVERAGE_COLUMN = "coverage of the article (answers)"
+TIME_COLUMNS = ("s/answer", "wall s/prompt")  # in place of s/prompt where the run's wall time is known
 
 
 class MixedCodeError(ValueError):
@@ -54,6 +61,7 @@ def build(summary_path: Path, baselines: list[str], allow_mixed: bool = False) -
             row.update({k: r[k] for k in DEFECT_KEYS if k in r})
             if r.get("coverage") is not None:
                 row.update(coverage=r["coverage"], coverage_n=r.get("coverage_n"))
+            row.update(wall_time(summary_path, r))
             if r["method"] != best["method"]:
                 d = paired_difference(_details(summary_path, r), _details(summary_path, best), K=r["K"])
                 row["vs"] = {"baseline": best["method"], "difference": d["difference"], "low": d["low"],
@@ -80,6 +88,28 @@ def provenance(summary: dict, summary_path, allow_mixed: bool = False) -> dict |
             "changes into a new --out, or pass --allow-mixed to make the table anyway (its caption says so)")
     return {"command": summary.get("command"), "generated_at": generated, "scored_at": summary["scored_at"],
             "mixed": mixed}
+
+
+def wall_time(summary_path: Path, row: dict) -> dict:
+    """{"wall_seconds_per_prompt", "wall_prompts"} from the summary `ewe run` wrote beside the
+    method's results file (the last generation of it: wall seconds over the prompts it wrote);
+    {} when there is none."""
+    results = _details(summary_path, row).with_name(f"{row['method']}.jsonl")
+    side = results.with_name(results.name + ".summary.json")
+    if not side.is_file():
+        return {}
+    run = json.loads(side.read_text(encoding="utf-8"))
+    if not run.get("this_run") or run.get("wall_s") is None:
+        return {}
+    return {"wall_seconds_per_prompt": run["wall_s"] / run["this_run"], "wall_prompts": run["this_run"]}
+
+
+def _wall(row: dict) -> str:
+    wall = row.get("wall_seconds_per_prompt")
+    if wall is None:
+        return "–"
+    part = row.get("wall_prompts")
+    return f"{wall:.1f}" + (f" (last {part})" if part is not None and part != row["n"] else "")
 
 
 def caption(made_by: dict) -> str:
@@ -109,8 +139,9 @@ def markdown(table: dict) -> str:
         rows = block["rows"]
         defects = any("loop_sentences" in r for r in rows)
         coverage = any(r.get("coverage") is not None for r in rows)
+        walls = any(r.get("wall_seconds_per_prompt") is not None for r in rows)
         columns = (COLUMNS[:1] + ((COVERAGE_COLUMN,) if coverage else ()) + COLUMNS[1:-1]
-                   + (DEFECT_COLUMNS if defects else ()) + COLUMNS[-1:])
+                   + (DEFECT_COLUMNS if defects else ()) + (TIME_COLUMNS if walls else COLUMNS[-1:]))
         lines += [f"**{ds}** (n = {rows[0]['n']}, K = {rows[0]['K']}; best baseline: {block['best_baseline']})", "",
                   "| method | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
         for r in rows:
@@ -126,7 +157,7 @@ def markdown(table: dict) -> str:
                 else "–",
                 str(r["other_subject_credits"]) if r.get("other_subject_credits") is not None else "–",
                 *(_defects(r) if defects else []),
-                f"{r['seconds_per_prompt']:.1f} |"]))
+                f"{r['seconds_per_prompt']:.1f}", *([_wall(r)] if walls else [])]) + " |")
         lines.append("")
     if table.get("made_by"):
         lines += [caption(table["made_by"]), ""]
