@@ -139,10 +139,11 @@ def _follow_branches() -> None:
 
 def _follow_slots() -> None:
     """A continuous batch's rows sit in slots (engine/slots.py): a slot follows the script of the
-    row that joined into it or was written back to it, and a row taken out follows its slot's."""
+    row that joined into it; a forward of one held row at its slot, a view of it and a branch from
+    it follow that slot's."""
     from ewe.engine.slots import SlotSession
 
-    write, take = SlotSession._write, SlotSession.take_row
+    write, row_cache, view, branch = SlotSession._write, SlotSession.row_cache, SlotSession.view, SlotSession.branch
 
     def write_slot(self, slot, part, row):
         write(self, slot, part, row)
@@ -157,13 +158,31 @@ def _follow_slots() -> None:
             rows[slot] = (dict(seq), end)
         self.cache._scripted_key = id(self.cache)  # rows move between slots by `_move` only (followed below)
 
-    def take_slot(self, row):
-        out = take(self, row)
+    def slot_state(self, slot):
         states = states_of(self)
         if states is not None and id(self.cache) in states:
-            seq, end = states[id(self.cache)][self.order[row]]
-            _remember(states, out.cache, [(dict(seq), end)])
+            return states, states[id(self.cache)][slot]
+        return states, None
+
+    def row_cache_of(self, slot):  # the slot's own state (its tokens dict shared: the forward writes the slot's)
+        out = row_cache(self, slot)
+        states, state = slot_state(self, slot)
+        if state is not None:
+            _remember(states, out, [state])
         return out
+
+    def view_of(self, slot):
+        out = view(self, slot)
+        states, state = slot_state(self, slot)
+        if state is not None:
+            _remember(states, out.cache, [(dict(state[0]), state[1])])
+        return out
+
+    def branch_of(self, slot, *args, **kwargs):  # the branch's new cache starts from the slot's tokens
+        states, state = slot_state(self, slot)
+        if state is not None:
+            self.model._last = [state]
+        return branch(self, slot, *args, **kwargs)
 
     def move_slot(self, source, slot):
         move(self, source, slot)
@@ -175,7 +194,8 @@ def _follow_slots() -> None:
             rows[slot], rows[source] = rows[source], ({}, 0)
 
     move = SlotSession._move
-    SlotSession._write, SlotSession.take_row, SlotSession._move = write_slot, take_slot, move_slot
+    SlotSession._write, SlotSession._move = write_slot, move_slot
+    SlotSession.row_cache, SlotSession.view, SlotSession.branch = row_cache_of, view_of, branch_of
 
 
 _follow_branches()

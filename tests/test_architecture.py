@@ -35,11 +35,13 @@ def test_no_module_reaches_into_another_objects_private_members():
 
 
 def test_only_the_token_loop_steps_the_model():
-    """engine/session.py is the cache; engine/loop.py the one loop over it (engine/continuous.py: the
+    """engine/session.py is the cache (engine/slots.py its slots: a branch from a slot steps the
+    branch's new session once); engine/loop.py the one loop over it (engine/continuous.py: the
     same loop, rows joining its batch); bench/refresh.py times the cache's crop and prefill
     themselves (a benchmark of the primitive, not a decoding loop). Clients step an Engine
     (engine/engine.py, `engine.step()`), which steps the loop."""
-    allowed = {"ewe/engine/loop.py", "ewe/engine/continuous.py", "ewe/engine/session.py", "ewe/bench/refresh.py",
+    allowed = {"ewe/engine/loop.py", "ewe/engine/continuous.py", "ewe/engine/session.py", "ewe/engine/slots.py",
+               "ewe/bench/refresh.py",
                "ewe/engine/engine.py"}
     # the judge's training steps torch's optimizer and scheduler, not a model; `engine` is an Engine
     not_models = {"opt", "sched", "engine"}

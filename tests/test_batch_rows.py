@@ -228,18 +228,25 @@ def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
     """Continuous batching: each prompt, joining when a row is free, with its own memory, token limit
     and rewinds, writes (greedy) what it writes decoded alone; rows join before the batch ends."""
     from ewe.engine import Continuation, Request
+    from ewe.engine.request import RowMemory
 
     ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
     ids, states = _rows(ewe)
     limits = [14, 6, 10, 12]
     alone = [_alone(ewe, i, s, r, n) for i, s, r, n in zip(ids, states, REWINDS, limits)]
     records = [Continuation() for _ in PROMPTS]
-    feed = ListFeed([Request(prompt_ids=i, record=rec, hooks=[RewindOnce(rec, **r)], memory_state=s, max_new_tokens=n,
+    feed = ListFeed([Request(prompt_ids=i, record=rec, hooks=[RewindOnce(rec, **r)], memory=RowMemory(s), max_new_tokens=n,
                              budget=n)
                      for i, rec, r, s, n in zip(ids, records, REWINDS, states, limits)])
+    from ewe.engine.copies import COPIES
+
     loop = ContinuousLoop(ewe.runtime.session(None, ewe.config.memory.unit_tokens), Sampler(), ewe.stop_ids, 14)
+    COPIES.reset()
     loop.run_fed(feed, capacity)
     assert sorted(feed.ended_rows) == [0, 1, 2, 3]
+    # the KV copied: each joining prompt into its slot, once; every rewind (one per row) nothing
+    assert COPIES.own_rows == sum(loop.session.cache.bytes(len(i)) for i in ids) > 0
+    assert COPIES.branched == 0 and COPIES.other_rows == COPIES.grown + COPIES.moved
     for i, a in enumerate(alone):
         rec, reason = feed.ended_rows[i]
         assert rec is records[i] and rec.token_ids == a.token_ids, f"prompt {i}"

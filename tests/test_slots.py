@@ -71,20 +71,23 @@ def test_rows_joining_leaving_and_rewinding_in_slots_decode_as_alone_and_copy_no
     row, _ = _join(slots, template, ids[0], states[1])
     rows.append(row)
 
-    part = slots.take_row(1)  # a rewind on the row taken out, written back
+    own = COPIES.own_rows
+    slot = slots.hold(1)  # a rewind in the row's slot, held out of the step: a length change and one forward
     alone = rows[1].session
-    assert part.tokens.tolist() == alone.tokens.tolist()
+    assert slots.tokens[slot] == alone.tokens[0].tolist()
     cut = alone.length - 3
-    part.truncate(cut)
-    rows[1].logits = alone.truncate(cut)
-    slots.put_row(1, part)
-    part = slots.take_row(2)  # one that grew: new tokens fed on its own, written back
-    part.extend(torch.tensor([[3, 4, 5]]))
-    rows[2].session.extend(torch.tensor([[3, 4, 5]]))
-    slots.put_row(2, part)
+    torch.testing.assert_close(slots.row(slot).truncate(cut), alone.truncate(cut), atol=ATOL, rtol=0)
+    _step(slots, [rows[0], rows[2]], [21, 22])  # the others step without it
+    slots.release(slot)
+    rows = [rows[0], rows[2], rows[1]]
+    slot = slots.hold(1)  # one that grows: new tokens fed at its slot alone
+    torch.testing.assert_close(slots.row(slot).extend(torch.tensor([[3, 4, 5]])),
+                               rows[1].session.extend(torch.tensor([[3, 4, 5]])), atol=ATOL, rtol=0)
+    slots.release(slot)
+    rows = [rows[0], rows[2], rows[1]]
     for t in range(3):
         _step(slots, rows, [20 + t, 30 + t, 40 + t])
-    assert COPIES.other_rows == COPIES.moved and COPIES.own_rows > 0  # rewinds copied no other row
+    assert COPIES.other_rows == COPIES.moved and COPIES.own_rows == own  # rewinds copied nothing
     for i, row in enumerate(rows):  # each slot holds its row's tokens and reads its row's memory
         assert slots.tokens[slots.order[i]] == row.session.tokens[0].tolist()
         own = row.session.memory_state
@@ -123,10 +126,34 @@ def test_buffers_outgrown_keep_every_row_and_count_the_copy():
     rows.append(_join(slots, template, ids[1], states[1])[0])
     assert slots.cache.slots == 2 and COPIES.grown == cache_bytes(rows[0].session.cache) == COPIES.other_rows
     positions = slots.cache.positions
-    part = slots.take_row(0)
-    long = [3] * (positions - part.length + 2)
-    part.extend(torch.tensor([long]))
+    slot = slots.hold(0)
+    long = [3] * (positions - slots.lengths[slot] + 2)
+    slots.row(slot).extend(torch.tensor([long]))
     rows[0].session.extend(torch.tensor([long]))
-    slots.put_row(0, part)
+    slots.release(slot)
+    rows = [rows[1], rows[0]]
     assert slots.cache.positions > positions
     _step(slots, rows, [4, 5])
+
+
+def test_a_branch_from_a_held_slot_is_the_branch_from_the_row_alone_and_copies_its_prefix_once_per_row():
+    """`SlotSession.branch` (a row waiting out its candidates, held in its slot) gives the logits
+    `DecodingSession.branch` gives from the row decoded alone, copying the prefix once per candidate
+    row; the held row is out of the steps meanwhile and rejoins as it was."""
+    ewe, ids, template, states = _setup()
+    slots = SlotSession(template, 2)
+    rows = [_join(slots, template, ids[i], states[i])[0] for i in range(2)]
+    _step(slots, rows, [7, 8])
+    slot = slots.hold(0)
+    alone = rows[0].session
+    cut = alone.length - 2
+    COPIES.reset()
+    branch, logits = slots.branch(slot, cut, 3, states[2].select_rows([0, 0, 0]) if states[2] is not None else None)
+    assert COPIES.branched == 3 * slots.cache.bytes(cut - 1) and COPIES.own_rows == COPIES.other_rows == 0
+    reference, expected = alone.branch(cut, 3, states[2].select_rows([0, 0, 0]) if states[2] is not None else None)
+    torch.testing.assert_close(logits, expected, atol=ATOL, rtol=0)
+    assert branch.tokens.tolist() == reference.tokens.tolist()
+    _step(slots, [rows[1]], [9])  # the held row is not fed
+    assert slots.tokens[slot] == alone.tokens[0].tolist()
+    slots.release(slot)
+    _step(slots, [rows[1], rows[0]], [10, 11])

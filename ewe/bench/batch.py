@@ -77,7 +77,7 @@ def run_batch_bench(args, load_ewe) -> int:
             results = runs[name]()
             seconds[name].append(time.perf_counter() - t0)
             copied[name] = {"other_rows": COPIES.other_rows, "own_rows": COPIES.own_rows, "grown": COPIES.grown,
-                            "moved": COPIES.moved}
+                            "moved": COPIES.moved, "branched": COPIES.branched}
             tokens[name] = sum(len(r.token_ids) for r in results)
             answers[name] = [r.token_ids for r in results]
             # every check's own time (claim extraction, evidence search, judge; the candidates' checks
@@ -104,7 +104,9 @@ def run_batch_bench(args, load_ewe) -> int:
           f"per answer token), {mb['one by one']:.1f} MiB one by one; the rows' own: "
           f"{copied['batched']['own_rows'] / 2**20:.1f} and {copied['one by one']['own_rows'] / 2**20:.1f} MiB; "
           f"slot buffers outgrown: {copied['batched']['grown'] / 2**20:.1f} MiB batched; rows moved down into "
-          f"free slots: {copied['batched']['moved'] / 2**20:.1f} MiB batched")
+          f"free slots: {copied['batched']['moved'] / 2**20:.1f} MiB batched; branches' prefixes: "
+          f"{copied['batched']['branched'] / 2**20:.1f} MiB batched, {copied['one by one']['branched'] / 2**20:.1f} MiB "
+          f"one by one; rewinds: none (a length change)")
     if controlled:
         print(f"of which the checks' own seconds (they hold the batch while they run): {checks['one by one']:.1f} s one by one, "
               f"{checks['batched']:.1f} s batched")

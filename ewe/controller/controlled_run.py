@@ -244,7 +244,7 @@ class ControlledRun(Hook):
             self.runtime, self.tracker, start, self.memory, self._round_rows(), self.candidate_sampler,
             cfg.rewrite_max_tokens, judge,
             prompt_passages=(in_prompt + placed) if cfg.feedback_placement == "prompt" else None,
-            system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.session.position_offset,
+            system_prompt=self.dec.system_prompt, prompt=self.prompt, position_offset=self.offset,
             reuse_prefix=self.refresh.version == self.read_under,
             # a rewrite where an end was refused goes on in the paragraph too (_refuse)
             first_banned=line_break_ids(self.runtime.tokenizer) if start in self.refused_at else frozenset())
@@ -499,19 +499,15 @@ class ControlledRun(Hook):
     def run(self) -> GenerationResult:
         t_start = time.perf_counter()
         ids = self.prepare()
-        self.session = self.runtime.session(self.memory.state() if len(self.memory) else None, self.offset)
-        loop = self.loop(self.session, [self, self.banned, *answer_watchers(self.trace)])
+        session = self.runtime.session(self.memory.state() if len(self.memory) else None, self.offset)
+        loop = self.loop(session, [self, self.banned, *answer_watchers(self.trace)])
+        self.reads(loop.rows[0])
         loop.run(torch.tensor([ids]))
         return self.result(loop, t_start)
 
-    @property
-    def session(self):
-        """The decoding session that reads this answer's memory (a row's view in a batch)."""
-        return self.refresh.session
-
-    @session.setter
-    def session(self, session) -> None:
-        self.refresh.session = session
+    def reads(self, request) -> None:
+        """The answer is written by `request`'s row: the memory's changes from now on go to its RowMemory."""
+        self.refresh.row = request.memory
 
     def result(self, loop: TokenLoop, t_start: float, row: int = 0,
                since: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> GenerationResult:
@@ -526,7 +522,7 @@ class ControlledRun(Hook):
         """Everything before decoding: the prompt's passages (retrieved, or given) in the prompt or in
         memory, the samplers; the prompt's token ids (`offset`: the memory's positions)."""
         rt, dec = self.runtime, self.dec
-        self.session = None
+        self.refresh.row = None
         self.subject_found: bool | None = None  # whether the datastore has the prompt's subject (None: not asked)
         self.said_missing = False
         self.article_use: ArticleUse | None = None  # what the answer states of the pinned article (refuse_end)

@@ -1,7 +1,8 @@
 """What enters one answer's working memory, and when: the prompt's subject article (pinned, with
 memory.subject_units), retrieved passages about the prompt's subject, given passages and the
-checker's feedback, each change traced and pushed to the decoding session (the paper's refresh,
-docs/DESIGN.md section 2).
+checker's feedback, each change traced and, while the answer is written, set on its row's
+`RowMemory` (engine/request.py), which the loop carries out before the row's next forward (the
+paper's refresh, docs/DESIGN.md section 2).
 
 `version` counts the changes: a greedy retry under the same memory as its attempt would write
 that attempt again (ControlledRun._retry_would_repeat), and candidates reuse the prompt's cache
@@ -22,15 +23,15 @@ from ..verify.types import Evidence
 
 class MemoryRefresh:
     """One answer's memory (`units`, a WorkingMemory) and the searches that fill it; `timings` is the
-    run's time breakdown (stats.Timings: "retrieve" and "encode" are added here); `session` the decoding session that
-    reads the memory (None before decoding starts)."""
+    run's time breakdown (stats.Timings: "retrieve" and "encode" are added here); `row` the RowMemory of the
+    row that writes the answer (None before decoding starts: its prefill reads the memory as it is then)."""
 
     def __init__(self, runtime, trace, timings, subject: str | None, person: bool = False):
         self.runtime, self.trace, self.timings, self.subject = runtime, trace, timings, subject
         self.same = same_person if person else same_subject  # a person's namesakes told apart (verify/subject.py)
         self.units = runtime.new_memory()
         self.version = 0
-        self.session = None
+        self.row = None
         # passages the prompt already holds as text, in the prompt's order (never a unit as well); a dict,
         # not a set: the candidates re-read them in this order, and a set's order changes per process
         self.in_prompt: dict[str, None] = {}
@@ -42,8 +43,8 @@ class MemoryRefresh:
 
     def changed(self, why: str) -> None:
         self.version += 1
-        if self.session is not None:
-            self.session.set_memory(self.reading(), reencode=self.runtime.config.memory.reencode_context)
+        if self.row is not None:
+            self.row.set(self.reading(), reencode=self.runtime.config.memory.reencode_context)
         event = self.trace.add("memory", why=why, pools=self.units.describe(), units=len(self.units))
         if self.focusing:
             event["reading"] = "focus"

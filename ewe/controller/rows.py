@@ -44,12 +44,12 @@ class ControlledRows(RowFeed):
                 request.status = "failed"
                 request.on_error(e)
                 continue
-            run.session = loop.row_view(row)
+            run.reads(request)
             for watcher in request.watchers:
                 watcher.watch(row, run.trace)
             self.rows[row] = (request, t0, (loop.prefill_s, loop.decode_s, loop.rewind_s))
             request.record, request.hooks = run.tracker, [run, run.banned, *request.watchers]
-            request.memory_state = run.memory.state() if len(run.memory) else None
+            request.memory.set(run.memory.state() if len(run.memory) else None)
             request.max_new_tokens = run.dec.max_new_tokens  # its own limits, whatever the batch's
             request.budget = answer_budget(run.runtime.config, run.dec)
             out.append(request)

@@ -6,12 +6,13 @@ of its own in the batch's KV cache: slots.py; reading its own memory), and its r
 token limit and budget are its own. A server answers each request as its row ends, and a new
 request starts at the next step, not after the whole batch.
 
-Each row rewinds on its own (its hooks: `RowHooks`): the row is taken out of the batch as a
-one-row session, the action is carried out on it exactly as for a row alone, and it is written
-back into its slot after the others' step (fed a placeholder there).
+Each row rewinds on its own (its hooks: `RowHooks`): the row is held out of the step in its slot,
+the action is carried out on it there as for a row alone (a crop is a change of its length, the
+tokens after it one forward of that row: slots.py `SlotRow`, no KV copied), and it rejoins the
+steps after the others' step.
 
-A row that asks for a Branch waits outside the batch while the branch's rows decode as rows of
-the same batch (each a child Request of the waiting row's; each branch sampled by its own sampler
+A row that asks for a Branch is held in its slot, out of the steps, while the branch's rows
+(their prefix copied from the slot) decode as rows of the same batch (each a child Request of the waiting row's; each branch sampled by its own sampler
 over all its rows, stopped by its own hooks, as when it is decoded alone), so one row's candidate
 rewrites never hold up the others; when they have all ended the row's hook gets them (`then`)
 and the row rejoins, goes on from its answer or ends.
@@ -31,7 +32,7 @@ from .request import Request
 from .session import DecodingSession
 from .slots import SlotSession
 
-__all__ = ["ContinuousLoop", "RowView"]
+__all__ = ["ContinuousLoop"]
 
 
 class ContinuousLoop(TokenLoop):
@@ -41,10 +42,11 @@ class ContinuousLoop(TokenLoop):
         super().__init__(*args, **kwargs)
         self.feed: RowFeed | None = None
         self.free: list[int] = []  # rows that ended and were handed back: the next to join take them
-        self.waiting: dict[int, _Waiting] = {}  # rows (out of the session) whose branch decodes as rows of the batch
+        self.waiting: dict[int, _Waiting] = {}  # rows held in their slots while their branch decodes as rows of the batch
         self.groups: dict[int, _BranchRows] = {}  # each waiting row's branch and the rows decoding it
-        self.arriving: list[tuple[list[int], DecodingSession, torch.Tensor]] = []  # rows to add: their session, logits
-        self.parts: dict[int, DecodingSession] = {}  # rows taken out to rewind, written back after the step
+        # rows to add after the step, with their logits: a branch's rows (their session), a held row (its slot)
+        self.arriving: list[tuple[list[int], DecodingSession | int, torch.Tensor]] = []
+        self.parts: dict[int, int] = {}  # rows held in their slots to rewind: their slot (they rejoin after the step)
 
     def run_fed(self, feed: RowFeed, capacity: int, hooks: list[Hook] | None = None) -> None:
         """Continuous batching: decode the rows `feed` offers, at most `capacity` at once, until no
@@ -60,7 +62,7 @@ class ContinuousLoop(TokenLoop):
         if capacity < 1:
             raise ValueError(f"capacity={capacity} must be at least 1")
         if self.session.kv_cache != "dynamic":
-            raise ValueError("continuous batching rewinds and branches each row on a one-row session of its own, "
+            raise ValueError("continuous batching keeps its rows in slots of its own (engine/slots.py), "
                              f"which needs decoding.kv_cache 'dynamic' (got {self.session.kv_cache!r})")
         self.session = SlotSession(self.session, capacity)  # each row in a slot of its own (slots.py)
         self.feed, self.capacity = feed, capacity
@@ -106,7 +108,8 @@ class ContinuousLoop(TokenLoop):
     def _join(self, row: int, new: Request) -> torch.Tensor:
         """Prefill `new` on its own and add it to the batch as row `row`; its next logits [1, V]."""
         t0 = time.perf_counter()
-        part = self.session.fresh(new.memory_state)
+        new.memory.applied = new.memory.version  # its prefill reads the state it holds now
+        part = self.session.fresh(new.memory.state)
         logits = part.prefill(torch.tensor([list(new.prompt_ids)]))
         self.session.add_row(part)
         seconds = time.perf_counter() - t0
@@ -129,25 +132,31 @@ class ContinuousLoop(TokenLoop):
         return self.rows[row].finish_reason is None and row not in self.waiting
 
     def alone(self) -> bool:
-        return False  # even one row is a row of the slot session: taken out to rewind, waits for its branch
+        return False  # even one row is a row of the slot session: held in its slot to rewind or wait for its branch
 
-    def apart(self, row: int) -> DecodingSession | None:
-        """The session of row `row` while it waits out of the batch for its branch, else None."""
-        return self.waiting[row].part if row in self.waiting else None
+    def slot_of(self, row: int) -> int:
+        """The slot of record `row` (a batch row, or one held out of the steps)."""
+        if row in self.waiting:
+            return self.waiting[row].slot
+        if row in self.parts:
+            return self.parts[row]
+        return self.session.order[self.session_row(row)]
 
     def session_row(self, row: int) -> int:
         """Where record `row` is in the session's batch (rows that stopped or wait leave it)."""
         return self.live.index(row)
 
-    def row_view(self, row: int) -> "RowView":
-        """What a row's hook may change of the session: its own memory (see RowView)."""
-        return RowView(self, row)
+    def _set_memory(self, row: int, memory) -> None:
+        if memory.reencode:
+            raise ValueError("memory.reencode_context re-reads the whole batch's context: decode the prompts one "
+                             "by one (controller.batch_rows: false)")
+        self.session.set_slot_memory(self.slot_of(row), memory.state)
 
     def _advance(self, logits: torch.Tensor) -> torch.Tensor | None:
         """One step: end the rows at their limit, sample, record, feed; the next logits, None when done.
-        A row that rewinds gets its logits from the rewind and is written back after the others'
-        step (fed a placeholder); a row that branches waits out of the batch while its branch's rows
-        decode in it; rows back from their branch, and the branch's rows, join after the step."""
+        A row that rewinds is held in its slot out of the others' step, gets its logits from the
+        rewind and rejoins after that step; a row that branches is held while its branch's rows
+        decode in the batch; rows back from their branch, and the branch's rows, join after the step."""
         for row in range(len(self.rows)):
             while self.writing(row) and (reason := self._limit(row)):
                 if (rewound := self._end(row, reason)) is None:
@@ -183,47 +192,52 @@ class ContinuousLoop(TokenLoop):
         return self._settle(row, action, reason)
 
     def _carry(self, row: int, action) -> torch.Tensor | None:
-        """Carry out `row`'s Rewind on the row taken out of the batch (kept in `parts` until it is
-        written back after the step; a row back from its branch: on its own session); the row's
-        next logits [1, V], None if it ended."""
-        part = self.parts.get(row) or self.session.take_row(self.session_row(row))
-        logits = self._rewind(part, row, action)
-        if logits is not None:
-            self.parts[row] = part
+        """Carry out `row`'s Rewind in its slot, the row held out of the step (in `parts` until it
+        rejoins after the step; a row back from its branch is held already); the row's next logits
+        [1, V], None if it ended (its slot then free)."""
+        if row not in self.parts:
+            self.parts[row] = self.session.hold(self.session_row(row))
+            self.live.remove(row)
+        logits = self._rewind(self.session.row(self.parts[row]), row, action)
+        if logits is None:
+            self.session.free(self.parts.pop(row))
         return logits
 
     def _ended(self, row: int, reason: str) -> None:
         super()._ended(row, reason)
-        self.parts.pop(row, None)
+        if row in self.parts:
+            self.session.free(self.parts.pop(row))
 
     def _put_back(self, fresh: dict[int, torch.Tensor], logits: torch.Tensor) -> torch.Tensor:
-        """Write the rows that rewound back into the batch (after its step) with their own next logits."""
+        """The rows that rewound rejoin the steps (after the others' step) with their own next logits."""
         if not fresh:
             return logits
         logits = logits.clone()
         for row, row_logits in fresh.items():
-            self.session.put_row(self.session_row(row), self.parts.pop(row))
+            self.session.release(self.parts.pop(row))
+            self.live.append(row)
             logits[row] = row_logits[0]
         return logits
 
     def _wait(self, row: int, branch: Branch, token: int | None, ending: str | None) -> None:
         """Row `row` leaves the batch until `branch`, decoded as rows of the batch, is answered;
         `token`: the one it sampled (fed when it goes on), `ending`: why it was ending, if it was."""
-        part = self.session.take_row(self.session_row(row))
-        self._remove({row})
-        self.waiting[row] = _Waiting(part, token, ending)
+        slot = self.session.hold(self.session_row(row))
+        self.live.remove(row)
+        self.waiting[row] = _Waiting(slot, token, ending)
         self._spawn(row, branch)
 
     def _spawn(self, row: int, branch: Branch) -> None:
         """The rows of `branch` (from the waiting row `row`'s answer) join the batch after this step."""
         t0 = time.perf_counter()
         parent = self.rows[row]
-        part, n = self.waiting[row].part, len(branch.records)
+        slot, n = self.waiting[row].slot, len(branch.records)
         if branch.prompt_ids is None:
-            session, logits = part.branch(parent.prompt_len + branch.start, n, branch.memory_state)
+            session, logits = self.session.branch(slot, parent.prompt_len + branch.start, n, branch.memory_state)
             prompt = parent.prompt_len
         else:
-            session, logits = part.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
+            view = self.session.view(slot)
+            session, logits = view.read(branch.prompt_ids, branch.prompt_memory_state, branch.reuse_prefix)
             session.repeat_rows(n, branch.memory_state)
             logits, prompt = logits.repeat(n, 1), len(branch.prompt_ids)
         rows = []
@@ -257,14 +271,15 @@ class ContinuousLoop(TokenLoop):
             waiting = self.waiting.pop(row)
             logits = self._go_on(row, waiting, action)
             if logits is not None:
-                self.arriving.append(([row], waiting.part, logits))
+                self.arriving.append(([row], waiting.slot, logits))
 
     def _go_on(self, row: int, waiting: "_Waiting", action) -> torch.Tensor | None:
-        """`_settle` for a row back from its branch, on its own session: its logits to rejoin with,
-        None if it ended."""
+        """`_settle` for a row back from its branch, in its slot: its logits to rejoin with, None if
+        it ended (its slot then free)."""
         if action is None and waiting.ending is None:
-            return self._forward(lambda: waiting.part.step(torch.tensor([waiting.token])), "decode")
-        self.parts[row] = waiting.part  # where `_carry` rewinds it
+            self._read_memory(row)
+            return self._forward(lambda: self.session.row(waiting.slot).step(torch.tensor([waiting.token])), "decode")
+        self.parts[row] = waiting.slot  # where `_carry` rewinds it, and `_ended` frees it
         logits = self._settle(row, action, waiting.ending)
         self.parts.pop(row, None)
         return logits
@@ -282,8 +297,11 @@ class ContinuousLoop(TokenLoop):
             logits = grown
         else:
             logits = logits.clone()
-        for rows, session, row_logits in self.arriving:
-            self.session.add_row(session)
+        for rows, source, row_logits in self.arriving:
+            if isinstance(source, int):
+                self.session.release(source)  # a held row, back from its branch
+            else:
+                self.session.add_row(source)  # a branch's rows, each copied into a free slot
             self.live += rows
             logits[rows] = row_logits
         self.arriving = []
@@ -328,34 +346,12 @@ class _RequestHooks(RowHooks):
         return Hooks(loop.rows[row].hooks)
 
 
-class RowView:
-    """A batch row's view of the loop's session, for the hook that owns the row: the row reads
-    its own memory (a controller's refresh changes that row's only)."""
-
-    def __init__(self, loop: ContinuousLoop, row: int):
-        self.loop, self.row = loop, row
-
-    @property
-    def position_offset(self) -> int:
-        return self.loop.session.position_offset
-
-    def set_memory(self, memory_state, reencode: bool = False) -> None:
-        if reencode:
-            raise ValueError("memory.reencode_context re-reads the whole batch's context: decode the prompts one "
-                             "by one (controller.batch_rows: false)")
-        apart = self.loop.apart(self.row)
-        if apart is not None:  # out of the batch while its branch decodes: its own session
-            apart.set_memory(memory_state)
-        else:
-            self.loop.session.set_row_memory(self.loop.session_row(self.row), memory_state)
-
-
 class _Waiting:
-    """A row out of the batch while its branch decodes: its session, the token it sampled (fed when
-    it goes on), why it was ending (None: it was not)."""
+    """A row held in its slot while its branch decodes: the slot, the token it sampled (fed when it
+    goes on), why it was ending (None: it was not)."""
 
-    def __init__(self, part: DecodingSession, token: int | None, ending: str | None):
-        self.part, self.token, self.ending = part, token, ending
+    def __init__(self, slot: int, token: int | None, ending: str | None):
+        self.slot, self.token, self.ending = slot, token, ending
 
 
 class _BranchRows:

@@ -6,8 +6,7 @@ class CacheCopies:
     the copy is made. `other_rows`: every copy of a row other than the one joining, leaving or
     written back, on either path: session.py's batches (a branch's candidates that stopped leave,
     the rows that stay are selected anew) and the slots' `grown` and `moved` below. `own_rows`: a
-    row taken out of the continuous batch's slots or written back (engine/slots.py), and a joining
-    row's own cache. The slots' two copies of other rows, also counted on their own: `grown`, every
+    joining row's own cache, copied into its slot (engine/slots.py). The slots' two copies of other rows, also counted on their own: `grown`, every
     row copied when the slot buffers are outgrown (rare: they double); `moved`, a row moved down
     into a slot left free that no joining row took (once, instead of attending over the hole at
     every step)."""
@@ -16,7 +15,7 @@ class CacheCopies:
         self.reset()
 
     def reset(self) -> None:
-        self.other_rows = self.own_rows = self.grown = self.moved = 0
+        self.other_rows = self.own_rows = self.grown = self.moved = self.branched = 0
 
 
 COPIES = CacheCopies()

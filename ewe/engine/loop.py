@@ -5,10 +5,12 @@ end of sequence, the token budget, and each token's log-probability and entropy.
 method adds plugs in as hooks (a list, asked in order: engine/actions.py `Hooks`), each of which
 sees every step and answers: go on (None), adjust these logits (a logits processor such as
 `BanFirstTokens`), use another sampler, or `Rewind`: cut the answer back to a token and go on
-from there (the hook has already put the new memory in place), optionally feeding given
+from there, optionally feeding given
 tokens first and optionally ending the answer with them; `Branch`: decode a batch of
 continuations from a token of the answer (the loop does it, on a branch of its cache or on a
-prompt read anew) and ask the hook what to do with them; or `Stop` a row of a batch.
+prompt read anew) and ask the hook what to do with them; or `Stop` a row of a batch. A hook that
+changes what a row reads sets the row's `RowMemory` (request.py); the loop carries that out
+before the row's next forward.
 EWE's controller, its candidate rewrites' first-sentence stop, Streaming-VR and FLARE are hooks; plain and
 batched decoding run it with none.
 
@@ -204,9 +206,25 @@ class TokenLoop:
     def _ended(self, row: int, reason: str) -> None:
         self.rows[row].finish_reason = reason
 
+    def _read_memory(self, row: int) -> None:
+        """Row `row`'s session reads the memory its request's `RowMemory` holds, if that changed."""
+        memory = self.rows[row].memory
+        if memory.pending:
+            self._set_memory(row, memory)
+            memory.applied = memory.version
+
+    def _set_memory(self, row: int, memory) -> None:
+        if not self.alone():
+            raise ValueError("a row of a batch changed its memory: the rows of a TokenLoop share one session "
+                             "(rows that each read their own memory decode in a ContinuousLoop)")
+        self.session.set_memory(memory.state, reencode=memory.reencode)
+
     def _step(self, fed: list[int]) -> torch.Tensor:
         """Feed each live row its token, after dropping the rows that stopped; the next logits of
         every row [B, V] (a stopped row's: a placeholder, never sampled into its record)."""
+        for row in self.live:
+            if self.rows[row].finish_reason is None:
+                self._read_memory(row)
         if not self.compact:
             stop = next(iter(self.stop_ids), 0)
             return self.session.step(torch.tensor([stop if self.rows[r].finish_reason else t
@@ -265,12 +283,6 @@ class TokenLoop:
         self.branch_s += seconds
         return branch.records, rows_loop.reasons, decoded, seconds
 
-    def apply(self, action: Rewind) -> torch.Tensor | None:
-        """Carry out a hook's Rewind on a one-row loop; the logits to go on from (None when the answer ended)."""
-        if not self.alone():
-            raise RuntimeError("apply rewinds a one-row loop; a batch row's rewind is carried out by the loop")
-        return self._rewind(self.session, 0, action)
-
     def _carry(self, row: int, action: Rewind) -> torch.Tensor | None:
         """Carry out the row's Rewind on the session; its next logits [1, V] (None if it ended)."""
         self._alone_only("rewind")
@@ -282,6 +294,7 @@ class TokenLoop:
                              "(rows that rewind and branch each on their own decode in a ContinuousLoop)")
 
     def _rewind(self, session: DecodingSession, row: int, action: Rewind) -> torch.Tensor | None:
+        self._read_memory(row)
         rec = self.rows[row].record
         rec.truncate(action.start)
         logits = self._forward(lambda: session.truncate(self.rows[row].prompt_len + action.start))

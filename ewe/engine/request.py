@@ -23,8 +23,8 @@ class Request:
     batch); status: new, waiting (in the engine's queue), running (in a row), finished, aborted
     (`Engine.abort`; a running one ends with what it wrote, finish_reason "abort") or failed.
     Filled for its row: prompt_ids, record, hooks (they
-    answer for its row only, as in `RowHooks`), memory_state (a one-row MemoryState; None for
-    none), max_new_tokens and budget (sampled tokens; None: the loop's), run.
+    answer for its row only, as in `RowHooks`), memory (what the row reads: a `RowMemory`, which
+    its method changes and the loop carries out), max_new_tokens and budget (sampled tokens; None: the loop's), run.
     The loop's, while the row writes: prompt_len (the tokens its cache holds before the answer,
     padding not counted), sampled (tokens sampled, discarded ones included: the budget counts
     them), finish_reason (None while it writes; "eos", "length", "budget", a Stop's reason), and
@@ -39,7 +39,7 @@ class Request:
     prompt_ids: list[int] = field(default_factory=list)
     record: object = None
     hooks: list = field(default_factory=list)
-    memory_state: object = None
+    memory: "RowMemory" = field(default_factory=lambda: RowMemory())
     max_new_tokens: int | None = None
     budget: int | None = None
     run: object = None
@@ -52,3 +52,26 @@ class Request:
     def start_row(self, prompt_len: int) -> None:
         """The row starts writing: its prompt holds `prompt_len` tokens, nothing sampled yet."""
         self.prompt_len, self.sampled, self.finish_reason = prompt_len, 0, None
+
+
+@dataclass(eq=False)
+class RowMemory:
+    """What a row reads, as data: its method `set`s a new state (a one-row MemoryState, None for
+    none; EWE's refresh), and the loop carries it out before the row's next forward, into the row's
+    session or slot (`applied`: the version it read last). A memory change is never a call into the
+    session: the loop sees it here, as it sees a text change in a hook's action. reencode: the
+    context is read again under the new memory (memory.reencode_context; one row alone only)."""
+
+    state: object = None
+    version: int = 0
+    applied: int = 0
+    reencode: bool = False
+
+    def set(self, state, reencode: bool = False) -> None:
+        self.state, self.reencode = state, reencode
+        self.version += 1
+
+    @property
+    def pending(self) -> bool:
+        """Whether a state was set that the row's session does not read yet."""
+        return self.version != self.applied

@@ -215,6 +215,7 @@ class DecodingSession:
         out.tokens, out.valid = self.tokens, self.valid
         out.crop(length - 1)
         out.repeat_rows(rows, memory_state)
+        COPIES.branched += cache_bytes(self.cache) + cache_bytes(out.cache)
         return out, out.step(self.tokens[:, length - 1].repeat(rows))
 
     @torch.inference_mode()
