@@ -9,7 +9,7 @@ from tiny import left_padded, tiny_ewe, tiny_tokenizer
 
 from ewe import EWE
 from ewe.config import EWEConfig
-from ewe.engine import ContinuousLoop, Hook, Rewind, RowHooks, Sampler, TokenLoop
+from ewe.engine import ContinuousLoop, Hook, Rewind, RowHooks, Sampler, Status, TokenLoop
 
 PROMPTS = ["Tell me a bio of Marie Curie.", "The Eiffel Tower is in", "Albert Einstein was a German-born",
            "Tell me a bio of someone famous. The quick brown fox"]
@@ -187,7 +187,7 @@ def test_one_prompt_with_batch_rows_is_a_request_of_the_engine_and_writes_what_i
     add = Engine.add_request
     monkeypatch.setattr(Engine, "add_request", lambda engine, request: (added.append(request), add(engine, request)))
     engine = controlled(True, **controller).generate("Tell me a bio of Marie Curie.")
-    assert len(added) == 1 and added[0].status == "finished"
+    assert len(added) == 1 and added[0].status is Status.FINISHED
     assert engine.text == alone.text and engine.token_ids == alone.token_ids
     assert engine.finish_reason == alone.finish_reason and engine.sentences == alone.sentences
     assert [(e["type"], e["step"]) for e in engine.trace] == [(e["type"], e["step"]) for e in alone.trace]
@@ -228,7 +228,7 @@ def test_rows_that_join_a_running_batch_write_what_each_writes_alone(capacity):
     """Continuous batching: each prompt, joining when a row is free, with its own memory, token limit
     and rewinds, writes (greedy) what it writes decoded alone; rows join before the batch ends."""
     from ewe.engine import Continuation, Request
-    from ewe.engine.request import RowMemory
+    from ewe.engine import RowMemory
 
     ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
     ids, states = _rows(ewe)
@@ -324,3 +324,52 @@ def test_the_checks_of_several_rows_go_to_the_checker_as_one_batch(controller):
     if controller:  # a round's candidates, checked together
         assert any(len(b) > 1 and len({p for _, p in b}) == 1 for b in checker.batches)
     assert sorted(checker.calls) == sorted(alone.runtime._fact_checker.calls)  # nothing checked twice, nothing more
+
+
+class BranchThenStop(Hook):
+    """At `at` tokens, decode 2 continuations from token 1 as a Branch, then end the row (Stop)."""
+
+    def __init__(self, record, at: int):
+        self.record, self.at, self.seen = record, at, None
+
+    def on_token(self, loop, row, token, completed):
+        from ewe.engine import Branch, Continuation, Stop
+
+        if len(self.record.tokens) != self.at or self.seen is not None:
+            return None
+        records = [Continuation(token_ids=self.record.tokens[:1], logprobs=self.record.logprobs[:1],
+                                entropies=self.record.entropies[:1]) for _ in range(2)]
+
+        def then(records, reasons, decoded, seconds):
+            self.seen = reasons
+            return Stop("branched")
+
+        return Branch(1, records, Sampler(), 3, then)
+
+
+def test_a_row_that_ends_after_its_branch_frees_its_slot_and_the_others_write_as_alone():
+    """A row held in its slot while its branch decodes, then stopped by its hook, leaves no slot held;
+    the rows beside it write what they write alone, and no rewind or wait copied KV."""
+    from ewe.engine import Continuation, Request, RowMemory
+    from ewe.engine.copies import COPIES
+
+    ewe = tiny_ewe(EWEConfig.build({"memory": {"unit_tokens": 24}, "retrieval": {"source": None}}))
+    ids, states = _rows(ewe)
+    alone = [_alone(ewe, ids[i], states[i], REWINDS[i], 10) for i in (1, 2)]
+    records = [Continuation() for _ in range(3)]
+    brancher = BranchThenStop(records[0], 4)
+    requests = [Request(prompt_ids=ids[0], record=records[0], hooks=[brancher], memory=RowMemory(states[0]),
+                        max_new_tokens=10, budget=10)]
+    requests += [Request(prompt_ids=ids[i], record=rec, hooks=[RewindOnce(rec, **REWINDS[i])], memory=RowMemory(states[i]),
+                         max_new_tokens=10, budget=10) for i, rec in zip((1, 2), records[1:])]
+    feed = ListFeed(requests)
+    loop = ContinuousLoop(ewe.runtime.session(None, ewe.config.memory.unit_tokens), Sampler(), ewe.stop_ids, 10)
+    COPIES.reset()
+    loop.run_fed(feed, 3)
+    assert feed.ended_rows[0][1] == "branched" and len(brancher.seen) == 2
+    assert len(records[0].token_ids) == 4  # what it had when it branched
+    for rec, a in zip(records[1:], alone):
+        assert rec.token_ids == a.token_ids
+    assert loop.session.held == set() and loop.session.lengths[0] == 0
+    assert COPIES.branched == 2 * loop.session.cache.bytes(len(ids[0]))  # the prefix, once per branch row
+    assert COPIES.other_rows <= COPIES.grown + COPIES.moved  # other rows copied only by grown buffers, moves

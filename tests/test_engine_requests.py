@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_batch_rows import controlled
 
-from ewe.engine import Engine, Request, RequestAborted
+from ewe.engine import Engine, Request, RequestAborted, Status
 from ewe.methods.registry import method_class
 
 PROMPTS = ["Tell me a bio of Marie Curie.", "Tell me a bio of someone famous.", "Tell me a bio of Albert Einstein.",
@@ -49,12 +49,12 @@ def test_a_request_added_between_steps_joins_and_answers_as_alone():
     engine.add_request(second)
     for _ in range(5):
         assert engine.step()
-    assert first.status == "running" and not outcomes
+    assert first.status is Status.RUNNING and not outcomes
     engine.add_request(third)
     engine.run()
     for i, a in enumerate(alone):
         same(a, outcomes[i])
-    assert [r.status for r in (first, second, third)] == ["finished"] * 3
+    assert [r.status for r in (first, second, third)] == [Status.FINISHED] * 3
 
 
 def started(n: int, capacity: int, steps: int):
@@ -71,8 +71,8 @@ def started(n: int, capacity: int, steps: int):
 
 def test_a_waiting_request_aborted_never_starts_and_the_others_answer_as_alone():
     alone, engine, outcomes, reqs = started(3, capacity=1, steps=1)
-    assert [r.status for r in reqs] == ["running", "waiting", "waiting"]
-    assert engine.abort(reqs[1]) and reqs[1].status == "aborted"
+    assert [r.status for r in reqs] == [Status.RUNNING, Status.WAITING, Status.WAITING]
+    assert engine.abort(reqs[1]) and reqs[1].status is Status.ABORTED
     assert isinstance(outcomes[1], RequestAborted)
     engine.run()
     same(alone[0], outcomes[0])
@@ -82,10 +82,10 @@ def test_a_waiting_request_aborted_never_starts_and_the_others_answer_as_alone()
 
 def test_a_running_request_aborted_ends_with_what_it_wrote_and_the_others_go_on():
     alone, engine, outcomes, reqs = started(2, capacity=2, steps=6)
-    assert engine.abort(reqs[0]) and reqs[0].status == "aborting"
+    assert engine.abort(reqs[0]) and reqs[0].status is Status.ABORTING
     engine.run()
     cut = outcomes[0]
-    assert reqs[0].status == "aborted" and cut.finish_reason == "abort"
+    assert reqs[0].status is Status.ABORTED and cut.finish_reason == "abort"
     assert 0 < len(cut.token_ids) < len(alone[0].token_ids)
     assert cut.token_ids == alone[0].token_ids[:len(cut.token_ids)]
     same(alone[1], outcomes[1])

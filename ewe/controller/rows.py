@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from ..engine import ContinuousLoop, Hook, Request, RowFeed, TokenLoop
+from ..engine import ContinuousLoop, Hook, Request, RowFeed, Status, TokenLoop
 from .controlled_run import ControlledRun, answer_budget, answer_loop
 from .sentence_checks import check_all
 
@@ -41,7 +41,7 @@ class ControlledRows(RowFeed):
             except Exception as e:  # this request's error (a bad passage, a failed search): the batch goes on
                 if request.on_error is None:
                     raise
-                request.status = "failed"
+                request.status = Status.FAILED
                 request.on_error(e)
                 continue
             run.reads(request)
@@ -57,7 +57,7 @@ class ControlledRows(RowFeed):
 
     def ended(self, loop: TokenLoop, row: int) -> None:
         request, t0, since = self.rows.pop(row)
-        request.status = "aborted" if request.finish_reason == "abort" else "finished"
+        request.status = Status.ended(request.finish_reason)
         request.on_done(request.run.result(loop, t0, row, since))
 
     def run_of(self, row: int) -> ControlledRun | None:

@@ -7,12 +7,12 @@ from importlib import import_module
 
 from .actions import BanFirstTokens, Branch, Continuation, Hook, Hooks, Rewind, RowFeed, RowHooks, Stop
 from .engine import Engine, RequestAborted
-from .request import Request
+from .request import Request, RowMemory, Status
 
 _LAZY = {"TokenLoop": ".loop", "decode": ".loop", "ContinuousLoop": ".continuous", "Sampler": ".sampling", "DecodingSession": ".session"}
 
 __all__ = ["BanFirstTokens", "Branch", "ContinuousLoop", "Continuation", "Engine", "Hooks", "DecodingSession", "Hook", "Request",
-           "RequestAborted", "Rewind", "RowFeed", "RowHooks", "Sampler", "Stop", "TokenLoop", "decode"]
+           "RequestAborted", "RowMemory", "Status", "Rewind", "RowFeed", "RowHooks", "Sampler", "Stop", "TokenLoop", "decode"]
 
 
 def __getattr__(name: str):

@@ -28,7 +28,7 @@ import torch
 
 from .actions import Branch, Continuation, Hook, Hooks, RowFeed, RowHooks, RowSampler
 from .loop import TokenLoop
-from .request import Request
+from .request import Request, Status
 from .session import DecodingSession
 from .slots import SlotSession
 
@@ -244,7 +244,7 @@ class ContinuousLoop(TokenLoop):
         limit = branch.start + branch.max_tokens
         for record in branch.records:
             rows.append(min(self.free) if self.free else len(self.rows))
-            child = Request(record=record, hooks=branch.hooks, max_new_tokens=limit, budget=limit, status="running",
+            child = Request(record=record, hooks=branch.hooks, max_new_tokens=limit, budget=limit, status=Status.RUNNING,
                             parent=parent)
             self._new_row(rows[-1], child, prompt)
         self.arriving.append((rows, session, logits))
@@ -262,7 +262,7 @@ class ContinuousLoop(TokenLoop):
             branch = group.branch
             decoded = sum(len(rec.tokens) - branch.start for rec in branch.records)
             for b in group.rows:
-                self.rows[b].status = "finished"
+                self.rows[b].status = Status.FINISHED
             action = branch.then(branch.records, [self.rows[b].finish_reason for b in group.rows], decoded,
                                  group.own_s)
             if isinstance(action, Branch):
@@ -281,7 +281,9 @@ class ContinuousLoop(TokenLoop):
             return self._forward(lambda: self.session.row(waiting.slot).step(torch.tensor([waiting.token])), "decode")
         self.parts[row] = waiting.slot  # where `_carry` rewinds it, and `_ended` frees it
         logits = self._settle(row, action, waiting.ending)
-        self.parts.pop(row, None)
+        slot = self.parts.pop(row, None)
+        if logits is None and slot is not None:  # it ended without `_ended` (a Stop)
+            self.session.free(slot)
         return logits
 
     def _arrive(self, logits: torch.Tensor | None) -> torch.Tensor | None:

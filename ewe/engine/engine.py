@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 
 from .actions import Hook, Stop
-from .request import Request
+from .request import Request, Status
 
 
 class RequestAborted(Exception):
@@ -34,28 +34,28 @@ class Engine:
 
     def add_request(self, request: Request) -> None:
         """Queue `request`; it gets a row at a step when one is free (first come, first served)."""
-        if request.status not in ("new",):
-            raise ValueError(f"request already {request.status}: a Request is added once")
-        request.status = "waiting"
+        if request.status is not Status.NEW:
+            raise ValueError(f"request already {request.status.value}: a Request is added once")
+        request.status = Status.WAITING
         self.waiting.append(request)
 
     def abort(self, request: Request) -> bool:
         """Stop `request`: a waiting one leaves the queue (its on_error gets RequestAborted); a running
         one ends at its next token with what it wrote (finish_reason "abort", to its on_done). False
         when it had already ended (or was never added)."""
-        if request.status == "waiting":
+        if request.status is Status.WAITING:
             self.waiting.remove(request)
-            request.status = "aborted"
+            request.status = Status.ABORTED
             if request.on_error is not None:
                 request.on_error(RequestAborted("aborted before it started"))
             return True
-        if request.status == "running":
-            request.status = "aborting"  # its row's request: the loop's abort hook sees it
+        if request.status is Status.RUNNING:
+            request.status = Status.ABORTING  # its row's request: the loop's abort hook sees it
             return True
         return False
 
     def has_unfinished(self) -> bool:
-        return bool(self.waiting) or any(r.status in ("running", "aborting") for r in self.running)
+        return bool(self.waiting) or any(r.status in (Status.RUNNING, Status.ABORTING) for r in self.running)
 
     def step(self) -> bool:
         """Admit waiting requests into free rows and decode one step; whether any request is still
@@ -66,7 +66,7 @@ class Engine:
             self.loop = self.method.joining_loop(self._take, self.capacity, self.dec, hooks=[_AbortRows()])
         if not self.loop.step_fed():
             self.loop = None
-        self.running = [r for r in self.running if r.status in ("running", "aborting")]
+        self.running = [r for r in self.running if r.status in (Status.RUNNING, Status.ABORTING)]
         return self.has_unfinished()
 
     def run(self) -> None:
@@ -78,7 +78,7 @@ class Engine:
         out = []
         while self.waiting and len(out) < n:
             request = self.waiting.popleft()
-            request.status = "running"
+            request.status = Status.RUNNING
             self.running.append(request)
             out.append(request)
         return out
@@ -88,7 +88,7 @@ class _AbortRows(Hook):
     """Stops the row of a request being aborted at its next token or end."""
 
     def _stop(self, loop, row: int) -> Stop | None:
-        return Stop("abort") if loop.rows[row].status == "aborting" else None
+        return Stop("abort") if loop.rows[row].status is Status.ABORTING else None
 
     def on_token(self, loop, row: int, token: int, completed: list) -> Stop | None:
         return self._stop(loop, row)

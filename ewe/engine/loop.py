@@ -29,7 +29,7 @@ import time
 import torch
 
 from .actions import Branch, Continuation, Hook, Hooks, Rewind, RowHooks, Stop
-from .request import Request
+from .request import Request, Status
 from .sampling import Sampler, entropy
 from .session import DecodingSession
 
@@ -53,7 +53,7 @@ class TokenLoop:
                  compact: bool = True):
         self.session, self.sampler, self.stop_ids = session, sampler, stop_ids
         self.max_new_tokens = max_new_tokens
-        self.rows: list[Request] = [] if records is None else [Request(record=r, status="running") for r in records]
+        self.rows: list[Request] = [] if records is None else [Request(record=r, status=Status.RUNNING) for r in records]
         self.hook = Hooks(hooks or [])  # the hooks in order, answering as one
         self.budget = budget if budget is not None else max_new_tokens
         self.compact = compact  # False: a stopped row stays in the batch, fed a stop token (the reference)
@@ -89,7 +89,7 @@ class TokenLoop:
         own, its left padding not counted), `logits` [B, V] next."""
         self.prompt_len = prompt_len
         if not self.rows:
-            self.rows = [Request(record=Continuation(), status="running") for _ in range(logits.shape[0])]
+            self.rows = [Request(record=Continuation(), status=Status.RUNNING) for _ in range(logits.shape[0])]
         for row, request in enumerate(self.rows):
             request.start_row(prompt_len if prompts is None else prompts[row])
         self.live = list(range(len(self.rows)))

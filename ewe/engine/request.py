@@ -11,8 +11,30 @@ vocabulary (actions.py).
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Callable
+
+
+class Status(enum.Enum):
+    """Where a request is. NEW: made; WAITING: in the engine's queue; RUNNING: its row writes;
+    ABORTING: `Engine.abort` asked its row to stop at its next token; FINISHED: its row ended and
+    its result went to `on_done` (why: `finish_reason`); ABORTED: stopped by `Engine.abort` (before
+    it started: `on_error` got RequestAborted; while it ran: `on_done` got what it wrote,
+    finish_reason "abort"); FAILED: it could not start (`on_error` got the error)."""
+
+    NEW = "new"
+    WAITING = "waiting"
+    RUNNING = "running"
+    ABORTING = "aborting"
+    FINISHED = "finished"
+    ABORTED = "aborted"
+    FAILED = "failed"
+
+    @classmethod
+    def ended(cls, finish_reason: str | None) -> "Status":
+        """The status of a request whose row ended for `finish_reason`."""
+        return cls.ABORTED if finish_reason == "abort" else cls.FINISHED
 
 
 @dataclass(eq=False)
@@ -20,8 +42,7 @@ class Request:
     """prompt, passages (None: retrieved as the configuration says; [] none), decoding (its own
     settings, a DecodingConfig; None: the batch's), watchers (engine/watch.py), on_done(result)
     when its row ends, on_error(error) when it cannot start (None: the error ends the whole
-    batch); status: new, waiting (in the engine's queue), running (in a row), finished, aborted
-    (`Engine.abort`; a running one ends with what it wrote, finish_reason "abort") or failed.
+    batch); status: a `Status`.
     Filled for its row: prompt_ids, record, hooks (they
     answer for its row only, as in `RowHooks`), memory (what the row reads: a `RowMemory`, which
     its method changes and the loop carries out), max_new_tokens and budget (sampled tokens; None: the loop's), run.
@@ -43,7 +64,7 @@ class Request:
     max_new_tokens: int | None = None
     budget: int | None = None
     run: object = None
-    status: str = "new"
+    status: Status = Status.NEW
     prompt_len: int = 0
     sampled: int = 0
     finish_reason: str | None = None
