@@ -346,11 +346,8 @@ class SlotSession:
         are the n rows in use (held rows stay in their slots: a free slot below one stays free
         until it is released)."""
         while self.order and (top := max(self.order)) >= len(self.order) + len(self.held):
-            used = set(self.order) | self.held
-            free = next((s for s in range(top) if s not in used), None)
-            if free is None:
-                return
-            self._move(top, free)
+            used = set(self.order) | self.held  # fewer than top + 1 slots in use: one below top is free
+            self._move(top, next(s for s in range(top) if s not in used))
 
     def _move(self, source: int, slot: int) -> None:
         """The row of slot `source` now sits in the free slot `slot` (its cache, tokens and memory)."""
